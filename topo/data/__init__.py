@@ -1,0 +1,1 @@
+"""Data shipped with topo (the switch catalogue)."""

@@ -1,0 +1,286 @@
+"""The builder: from a validated spec to a :class:`Fabric` (graph plus arrays).
+
+Every vertex (server or switch) has an integer index and a readable name; every link is one row of
+the :class:`Links` arrays and one edge of the networkx MultiGraph, bound to numbered ports at both
+ends. The arrays are built with numpy in bulk (no per-link Python loop decides anything), then the
+graph is filled from them in one pass. Node and edge attributes are documented in
+``docs/fabric.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+from .sizing import Plan, plan_fabric
+from .spec import FabricSpec
+
+#: Vertex roles by tier number (tier 0 is a server).
+ROLES = ("node", "leaf", "spine", "core")
+#: Link kinds by number; a link of kind t joins tier t (its lower end) to tier t + 1.
+LINK_KINDS = ("node-leaf", "leaf-spine", "spine-core")
+#: Edge attribute names of the lower and upper port of each link kind.
+PORT_ATTRS = (("nic", "leaf_port"), ("leaf_port", "spine_port"), ("spine_port", "core_port"))
+
+
+@dataclass(frozen=True, eq=False)
+class Links:
+    """All links of a fabric as parallel arrays, one row per link (one cable end pair).
+
+    ``lo`` is the lower-tier end. ``lo_port`` is the NIC index (= rail, from 0) on a server and the
+    front-panel port (from 1) on a switch; ``hi_port`` is always a switch port (from 1); ``lane`` is
+    the breakout lane (from 1) of a leaf downlink port, 1 when the port is not broken out.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    lo_port: np.ndarray
+    hi_port: np.ndarray
+    lane: np.ndarray
+    kind: np.ndarray
+    gbps: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.lo.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Fabric:
+    """A built fabric: the spec, its sizing, vertex and link arrays, and the graph.
+
+    Attributes
+    ----------
+    spec : FabricSpec
+    plan : Plan
+        Counts of every tier.
+    names : tuple of str
+        Vertex names by index: servers first, then leaves, spines and cores.
+    tier : ndarray of int8
+        Tier of each vertex (0 server, 1 leaf, 2 spine, 3 core).
+    su, pod, rail : ndarray of int32
+        Scalable unit (servers, leaves), pod (servers, leaves, spines), rail (rail leaves); -1 where
+        it does not apply. ``rail`` of a core is -1; its group is in ``group``.
+    group : ndarray of int32
+        Core group (= spine position in its pod) of cores; -1 elsewhere.
+    links : Links
+    graph : networkx.MultiGraph
+        The same fabric as a graph, keyed by names, with documented attributes.
+    """
+
+    spec: FabricSpec
+    plan: Plan
+    names: tuple[str, ...]
+    tier: np.ndarray
+    su: np.ndarray
+    pod: np.ndarray
+    rail: np.ndarray
+    group: np.ndarray
+    links: Links
+    graph: nx.MultiGraph
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Vertex index by name."""
+        return {name: i for i, name in enumerate(self.names)}
+
+    def first(self, tier: int) -> int:
+        """Index of the first vertex of a tier."""
+        return int(np.searchsorted(self.tier, tier, side="left"))
+
+    def count(self, tier: int) -> int:
+        """Vertices of a tier."""
+        return int(np.count_nonzero(self.tier == tier))
+
+
+def _width(count: int, least: int) -> int:
+    return max(least, len(str(max(count - 1, 0))))
+
+
+def _names(spec: FabricSpec, plan: Plan) -> list[str]:
+    """Readable, deterministic, sortable names for every vertex, in index order."""
+    p = spec.name
+    wn = _width(plan.nodes, 4)
+    names = [f"{p}-node{n:0{wn}d}" for n in range(plan.nodes)]
+    if plan.placement == "rail":
+        ws, wr = _width(plan.sus, 2), _width(plan.rails, 1)
+        names += [f"{p}-leaf-su{s:0{ws}d}-r{r:0{wr}d}" for s in range(plan.sus) for r in range(plan.rails)]
+    else:
+        wl = _width(plan.leaves, 2)
+        names += [f"{p}-leaf-{leaf:0{wl}d}" for leaf in range(plan.leaves)]
+    wj = _width(plan.spines_per_pod, 2)
+    if plan.tiers == 2:
+        names += [f"{p}-spine-{j:0{wj}d}" for j in range(plan.spines)]
+    else:
+        wp = _width(plan.pods, 2)
+        names += [
+            f"{p}-spine-p{pod:0{wp}d}-{j:0{wj}d}"
+            for pod in range(plan.pods) for j in range(plan.spines_per_pod)
+        ]
+        wc = _width(plan.cores_per_group, 2)
+        names += [
+            f"{p}-core-g{g:0{wj}d}-{c:0{wc}d}"
+            for g in range(plan.spines_per_pod) for c in range(plan.cores_per_group)
+        ]
+    return names
+
+
+def _grid(*sizes: int) -> list[np.ndarray]:
+    """Flattened index arrays of a full grid (C order), like ``itertools.product`` on ranges."""
+    return [a.ravel() for a in np.meshgrid(*(np.arange(s, dtype=np.int64) for s in sizes), indexing="ij")]
+
+
+def _node_leaf(spec: FabricSpec, plan: Plan, leaf0: int) -> tuple[np.ndarray, ...]:
+    """Server NIC r -> leaf downlink: (lo, hi, lo_port, hi_port, lane)."""
+    node, nic = _grid(plan.nodes, plan.rails)
+    if plan.placement == "rail":
+        leaf = node // plan.su_nodes * plan.rails + nic
+        slot = node % plan.su_nodes
+    else:
+        leaf = node // plan.su_nodes
+        slot = node % plan.su_nodes * plan.rails + nic
+    return node, leaf0 + leaf, nic, slot // plan.breakout + 1, slot % plan.breakout + 1
+
+
+def _leaf_spine(plan: Plan, leaf0: int, spine0: int) -> tuple[np.ndarray, ...]:
+    """Each leaf to each spine of its pod, ``leaf_spine_links`` parallel links each."""
+    par = plan.leaf_spine_links
+    leaf, j, m = _grid(plan.leaves, plan.spines_per_pod, par)
+    pod, local = leaf // plan.leaves_per_pod, leaf % plan.leaves_per_pod
+    spine = pod * plan.spines_per_pod + j
+    leaf_port = plan.leaf_down_ports + 1 + j * par + m
+    spine_port = local * par + m + 1
+    return leaf0 + leaf, spine0 + spine, leaf_port, spine_port, np.ones_like(m)
+
+
+def _spine_core(plan: Plan, spine0: int, core0: int) -> tuple[np.ndarray, ...]:
+    """Spine j of every pod to each core of group j, ``spine_core_links`` parallel links each."""
+    par = plan.spine_core_links
+    pod, j, c, m = _grid(plan.pods, plan.spines_per_pod, plan.cores_per_group, par)
+    spine = pod * plan.spines_per_pod + j
+    core = j * plan.cores_per_group + c
+    spine_port = plan.spine_down_ports + 1 + c * par + m
+    core_port = pod * par + m + 1
+    return spine0 + spine, core0 + core, spine_port, core_port, np.ones_like(m)
+
+
+def _vertex_arrays(plan: Plan) -> dict[str, np.ndarray]:
+    n, L, S, C = plan.nodes, plan.leaves, plan.spines, plan.cores
+    total = n + L + S + C
+    tier = np.repeat(np.arange(4, dtype=np.int8), [n, L, S, C])
+    su = np.full(total, -1, dtype=np.int32)
+    pod = np.full(total, -1, dtype=np.int32)
+    rail = np.full(total, -1, dtype=np.int32)
+    group = np.full(total, -1, dtype=np.int32)
+    nodes = np.arange(n)
+    leaves = np.arange(L)
+    su[:n] = nodes // plan.su_nodes
+    if plan.placement == "rail":
+        su[n:n + L] = leaves // plan.rails
+        rail[n:n + L] = leaves % plan.rails
+        first_leaf = su[:n] * plan.rails
+    else:
+        su[n:n + L] = leaves
+        first_leaf = su[:n]
+    pod[n:n + L] = leaves // plan.leaves_per_pod
+    pod[:n] = first_leaf // plan.leaves_per_pod
+    pod[n + L:n + L + S] = np.arange(S) // plan.spines_per_pod
+    group[n + L + S:] = np.arange(C) // max(plan.cores_per_group, 1)
+    return {"tier": tier, "su": su, "pod": pod, "rail": rail, "group": group}
+
+
+def _links(spec: FabricSpec, plan: Plan) -> Links:
+    leaf0 = plan.nodes
+    spine0 = leaf0 + plan.leaves
+    core0 = spine0 + plan.spines
+    parts = [_node_leaf(spec, plan, leaf0), _leaf_spine(plan, leaf0, spine0)]
+    if plan.tiers == 3:
+        parts.append(_spine_core(plan, spine0, core0))
+    cols = [np.concatenate([part[i] for part in parts]) for i in range(5)]
+    sizes = [len(part[0]) for part in parts]
+    kind = np.repeat(np.arange(len(parts), dtype=np.int8), sizes)
+    speeds = [spec.nic_gbps] + [spec.port_gbps] * (len(parts) - 1)
+    gbps = np.repeat(np.asarray(speeds, dtype=np.int32), sizes)
+    lo, hi, lo_port, hi_port, lane = cols
+    return Links(
+        lo=lo.astype(np.int32), hi=hi.astype(np.int32), lo_port=lo_port.astype(np.int16),
+        hi_port=hi_port.astype(np.int16), lane=lane.astype(np.int8), kind=kind, gbps=gbps,
+    )
+
+
+def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarray], links: Links) -> nx.MultiGraph:
+    """Fill the MultiGraph from the arrays in bulk (attributes documented in docs/fabric.md)."""
+    g = nx.MultiGraph(name=spec.name)
+    tier = v["tier"].tolist()
+    su, pod, rail, group = (v[k].tolist() for k in ("su", "pod", "rail", "group"))
+    first = [0, plan.nodes, plan.nodes + plan.leaves, plan.nodes + plan.leaves + plan.spines]
+    gpus, nics, radix = spec.gpus_per_node, spec.nics_per_node, spec.radix
+
+    def attrs(i: int) -> dict:
+        t = tier[i]
+        a = {"role": ROLES[t], "tier": t, "index": i - first[t]}
+        if t == 0:
+            a.update(su=su[i], pod=pod[i], gpus=gpus, nics=nics)
+        else:
+            a["radix"] = radix
+            if t == 1:
+                a.update(su=su[i], pod=pod[i])
+                if rail[i] >= 0:
+                    a["rail"] = rail[i]
+            elif t == 2:
+                a["pod"] = pod[i]
+            else:
+                a["group"] = group[i]
+        return a
+
+    g.add_nodes_from((name, attrs(i)) for i, name in enumerate(names))
+
+    lo, hi = links.lo.tolist(), links.hi.tolist()
+    lo_port, hi_port, lane = links.lo_port.tolist(), links.hi_port.tolist(), links.lane.tolist()
+    kind, gbps = links.kind.tolist(), links.gbps.tolist()
+    # parallel links between one pair get keys 0, 1, ...: rows of a pair are contiguous
+    same = np.zeros(len(links), dtype=np.int64)
+    if len(links) > 1:
+        new_pair = np.ones(len(links), dtype=bool)
+        new_pair[1:] = (links.lo[1:] != links.lo[:-1]) | (links.hi[1:] != links.hi[:-1])
+        starts = np.flatnonzero(new_pair)
+        same = np.arange(len(links)) - np.repeat(starts, np.diff(np.append(starts, len(links))))
+    key = same.tolist()
+
+    def edge(e: int):
+        k = kind[e]
+        lo_name, hi_name = PORT_ATTRS[k]
+        a = {"kind": LINK_KINDS[k], "bandwidth_gbps": gbps[e], lo_name: lo_port[e], hi_name: hi_port[e]}
+        if k == 0:
+            a["lane"] = lane[e]
+        return names[lo[e]], names[hi[e]], key[e], a
+
+    g.add_edges_from(edge(e) for e in range(len(links)))
+    return g
+
+
+def build_fabric(spec: FabricSpec) -> Fabric:
+    """Build the fabric a spec asks for.
+
+    Raises
+    ------
+    SpecError
+        If the spec cannot be built (see :func:`topo.sizing.plan_fabric`).
+
+    Examples
+    --------
+    >>> from topo.spec import load_spec
+    >>> fabric = build_fabric(load_spec({"gpus": 256}))
+    >>> fabric.count(1), fabric.count(2), len(fabric.links)
+    (8, 4, 512)
+    >>> fabric.graph.nodes["cluster-leaf-su00-r3"]["rail"]
+    3
+    """
+    plan = plan_fabric(spec)
+    names = _names(spec, plan)
+    vertices = _vertex_arrays(plan)
+    links = _links(spec, plan)
+    graph = _graph(spec, plan, names, vertices, links)
+    return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph, **vertices)

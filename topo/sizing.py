@@ -1,0 +1,279 @@
+"""Sizing rules: from a spec to the counts of every tier (no graph yet).
+
+The rules are those of ``docs/spec.md`` ("How a fabric is sized"), after published reference
+designs (DGX SuperPOD scalable units, k-ary fat trees). Every function is pure and integer-exact;
+an impossible spec raises :class:`~topo.errors.SpecError` saying which numbers clash and what
+would fit. Nothing is silently rounded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+
+from .errors import SpecError
+from .spec import FabricSpec, format_ratio
+
+#: Radixes tried when suggesting a switch that would hold a fabric.
+COMMON_RADIXES = (32, 48, 64, 128, 144, 256, 512)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Counts of every tier of a fabric, as :func:`plan_fabric` sizes them.
+
+    In a two-tier fabric there is one "pod" holding every leaf and spine, and no core.
+    """
+
+    tiers: int
+    placement: str
+    nodes: int
+    rails: int  #: NICs per node; in rail placement, one leaf per rail per scalable unit
+    breakout: int  #: NIC links per leaf downlink port (port_gbps / nic_gbps)
+    leaf_down_ports: int
+    leaf_up_ports: int
+    nics_per_leaf: int  #: leaf_down_ports * breakout
+    su_nodes: int  #: nodes of one scalable unit (rack placement: nodes per leaf)
+    sus: int
+    leaves: int
+    leaves_per_pod: int
+    pods: int
+    spines_per_pod: int
+    spines: int
+    leaf_spine_links: int  #: parallel links between a leaf and each spine of its pod
+    spine_down_ports: int
+    spine_up_ports: int
+    cores_per_group: int  #: cores that spine j of every pod connects to (core group j)
+    cores: int
+    spine_core_links: int  #: parallel links between a spine and each core of its group
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def split_ports(radix: int, ratio: Fraction, field: str) -> tuple[int, int]:
+    """Split ``radix`` ports into ``(down, up)`` with ``down / up == ratio``.
+
+    Examples
+    --------
+    >>> split_ports(64, Fraction(1), "oversubscription")
+    (32, 32)
+    >>> split_ports(64, Fraction(3), "oversubscription")
+    (48, 16)
+    """
+    down = Fraction(radix) * ratio / (1 + ratio)
+    up = radix - down
+    if down.denominator == 1 and up >= 1:
+        return int(down), int(up)
+    nearest = sorted(
+        (abs(Fraction(d, radix - d) - ratio), d) for d in range(radix // 2, radix)
+    )[:2]
+    options = ", ".join(
+        f"{d} down/{radix - d} up ({format_ratio(Fraction(d, radix - d))})" for _, d in sorted(
+            nearest, key=lambda item: item[1])
+    )
+    raise SpecError(
+        [
+            f"{field}={format_ratio(ratio)} does not split radix={radix} into whole ports "
+            f"({float(down):.2f} down, {float(up):.2f} up); nearest splits: {options}"
+        ]
+    )
+
+
+def _smallest_divisor_at_least(n: int, low: Fraction | int) -> int | None:
+    """Smallest divisor of ``n`` that is >= ``low`` (None if there is none)."""
+    for d in range(1, n + 1):
+        if n % d == 0 and d >= low:
+            return d
+    return None
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a radix allows before tiers are chosen."""
+
+    down: int
+    up: int
+    breakout: int
+    nics_per_leaf: int
+    su_nodes: int
+    spine_down: int
+    spine_up: int
+    leaves_per_full_pod: int
+
+
+def _shape(spec: FabricSpec, radix: int) -> _Shape:
+    down, up = split_ports(radix, spec.oversubscription, "oversubscription")
+    spine_down, spine_up = split_ports(radix, spec.spine_oversubscription, "spine_oversubscription")
+    breakout = spec.port_gbps // spec.nic_gbps
+    nics_per_leaf = down * breakout
+    if spec.placement == "rail":
+        su_nodes = nics_per_leaf
+        # keep the rail leaves of one scalable unit inside one pod when a pod can hold them
+        whole = spine_down // spec.nics_per_node * spec.nics_per_node
+        per_pod = whole if whole else spine_down
+    else:
+        su_nodes = nics_per_leaf // spec.nics_per_node
+        if su_nodes < 1:
+            raise SpecError(
+                [
+                    f"placement=rack: a node's nics_per_node={spec.nics_per_node} NICs do not fit on "
+                    f"one leaf's {nics_per_leaf} downlinks (radix={radix}, "
+                    f"oversubscription={format_ratio(spec.oversubscription)})"
+                ]
+            )
+        per_pod = spine_down
+    return _Shape(down, up, breakout, nics_per_leaf, su_nodes, spine_down, spine_up, per_pod)
+
+
+def _leaves_for(spec: FabricSpec, shape: _Shape, nodes: int) -> tuple[int, int]:
+    """(scalable units, leaves) for ``nodes`` servers."""
+    sus = _ceil_div(nodes, shape.su_nodes)
+    leaves = sus * spec.nics_per_node if spec.placement == "rail" else sus
+    return sus, leaves
+
+
+def max_gpus(spec: FabricSpec, tiers: int, radix: int | None = None) -> int:
+    """Most GPUs a fabric of ``tiers`` tiers holds with this spec's settings (and ``radix``)."""
+    radix = radix or spec.radix
+    shape = _shape(spec, radix)
+    max_leaves = radix if tiers == 2 else radix * shape.leaves_per_full_pod
+    if spec.placement == "rail":
+        nodes = max_leaves // spec.nics_per_node * shape.su_nodes
+    else:
+        nodes = max_leaves * shape.su_nodes
+    return nodes * spec.gpus_per_node
+
+
+def _radix_that_fits(spec: FabricSpec) -> str:
+    for radix in COMMON_RADIXES:
+        if radix <= spec.radix:
+            continue
+        try:
+            most = max_gpus(spec, 3, radix)
+        except SpecError:
+            continue
+        if most >= spec.gpus:
+            return f"; radix {radix} would hold {most:,} in three tiers"
+    return "; no common radix up to 512 holds it in three tiers"
+
+
+def plan_fabric(spec: FabricSpec) -> Plan:
+    """Size every tier of the fabric the spec asks for.
+
+    Raises
+    ------
+    SpecError
+        When the spec cannot be built: ports over-committed, too many GPUs for the tiers and radix,
+        a spine count that breaks the symmetry of parallel links.
+
+    Examples
+    --------
+    >>> from topo.spec import load_spec
+    >>> plan = plan_fabric(load_spec({"gpus": 1024}))
+    >>> plan.tiers, plan.leaves, plan.spines, plan.leaf_spine_links, plan.cores
+    (2, 32, 16, 2, 0)
+    """
+    k = spec.radix
+    shape = _shape(spec, k)
+    nodes = spec.nodes
+    sus, leaves = _leaves_for(spec, shape, nodes)
+
+    tiers = spec.tiers
+    if tiers == 2 and spec.spine_oversubscription != 1:
+        raise SpecError(
+            [
+                f"spine_oversubscription={format_ratio(spec.spine_oversubscription)} applies to the "
+                f"spine-core tier, but tiers=2 has no core; drop it or use tiers=3"
+            ]
+        )
+    fits_two = leaves <= k
+    fits_three = _ceil_div(leaves, shape.leaves_per_full_pod) <= k
+    if tiers == "auto":
+        tiers = 2 if fits_two else 3
+    if tiers == 2 and not fits_two:
+        raise SpecError(
+            [
+                f"gpus={spec.gpus} needs {leaves} leaves but two tiers of radix={k} hold at most {k} "
+                f"leaves ({max_gpus(spec, 2):,} GPUs); use tiers=3 or auto"
+            ]
+        )
+    if not fits_three:
+        raise SpecError(
+            [
+                f"gpus={spec.gpus} is more than three tiers of radix={k} hold with these settings "
+                f"(at most {max_gpus(spec, 3):,} GPUs){_radix_that_fits(spec)}"
+            ]
+        )
+
+    if tiers == 2:
+        return _plan_two_tiers(spec, shape, nodes, sus, leaves)
+    return _plan_three_tiers(spec, shape, nodes, sus, leaves)
+
+
+def _spines_for(
+    spec: FabricSpec, up: int, leaves: int, spine_down: int, where: str
+) -> int:
+    """Spines so that every leaf has the same number of links to each (a divisor of ``up``)."""
+    needed = Fraction(leaves * up, spine_down)
+    if spec.spines is None:
+        spines = _smallest_divisor_at_least(up, needed)
+        assert spines is not None  # leaves <= spine_down was checked
+        return spines
+    fitting = [d for d in _divisors(up) if d >= needed]
+    if up % spec.spines:
+        raise SpecError(
+            [
+                f"spines={spec.spines} does not divide the {up} uplinks of each leaf evenly, so "
+                f"parallel links would be uneven and break ECMP symmetry; spine counts{where} that "
+                f"fit: {', '.join(map(str, fitting))}"
+            ]
+        )
+    if spec.spines < needed:
+        raise SpecError(
+            [
+                f"spines={spec.spines}{where} have {spec.spines * spine_down} downlink ports but "
+                f"{leaves} leaves x {up} uplinks need {leaves * up}; spine counts that fit: "
+                f"{', '.join(map(str, fitting))}"
+            ]
+        )
+    return spec.spines
+
+
+def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int) -> Plan:
+    spines = _spines_for(spec, shape.up, leaves, spec.radix, "")
+    return Plan(
+        tiers=2, placement=spec.placement, nodes=nodes, rails=spec.nics_per_node,
+        breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up,
+        nics_per_leaf=shape.nics_per_leaf, su_nodes=shape.su_nodes, sus=sus, leaves=leaves,
+        leaves_per_pod=leaves, pods=1, spines_per_pod=spines, spines=spines,
+        leaf_spine_links=shape.up // spines, spine_down_ports=spec.radix, spine_up_ports=0,
+        cores_per_group=0, cores=0, spine_core_links=0,
+    )
+
+
+def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int) -> Plan:
+    k = spec.radix
+    per_pod = min(shape.leaves_per_full_pod, leaves)
+    pods = _ceil_div(leaves, per_pod)
+    spines_per_pod = _spines_for(spec, shape.up, per_pod, shape.spine_down, " per pod")
+    cores_per_group = _smallest_divisor_at_least(shape.spine_up, Fraction(pods * shape.spine_up, k))
+    assert cores_per_group is not None  # pods <= k was checked
+    return Plan(
+        tiers=3, placement=spec.placement, nodes=nodes, rails=spec.nics_per_node,
+        breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up,
+        nics_per_leaf=shape.nics_per_leaf, su_nodes=shape.su_nodes, sus=sus, leaves=leaves,
+        leaves_per_pod=per_pod, pods=pods, spines_per_pod=spines_per_pod,
+        spines=pods * spines_per_pod, leaf_spine_links=shape.up // spines_per_pod,
+        spine_down_ports=shape.spine_down, spine_up_ports=shape.spine_up,
+        cores_per_group=cores_per_group, cores=spines_per_pod * cores_per_group,
+        spine_core_links=shape.spine_up // cores_per_group,
+    )

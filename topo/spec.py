@@ -1,0 +1,301 @@
+"""The fabric spec: what the user asks for, validated, with defaults merged.
+
+A spec comes from a YAML file, from CLI flags, or both (flags win). :func:`load_spec` checks every
+field and reports all problems at once in one :class:`~topo.errors.SpecError`, each line naming the
+field and the numbers. Whether the fields fit together as a fabric (ports, radix, tiers) is checked
+by :func:`topo.sizing.plan_fabric`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from .catalog import switch_catalog
+from .errors import SpecError, did_you_mean
+
+#: Values of ``tiers``.
+TIERS = ("auto", 2, 3)
+#: Values of ``placement``.
+PLACEMENTS = ("rail", "rack")
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FabricSpec:
+    """A validated fabric spec. Build one with :func:`load_spec`.
+
+    Every field is documented in ``docs/spec.md``; bandwidths are in Gb/s.
+
+    Examples
+    --------
+    >>> spec = load_spec({"gpus": 1024})
+    >>> spec.gpus, spec.gpus_per_node, spec.nics_per_node, spec.radix, spec.tiers
+    (1024, 8, 8, 64, 'auto')
+    >>> spec.nodes
+    128
+    """
+
+    name: str = "cluster"
+    gpus: int
+    gpus_per_node: int = 8
+    nics_per_node: int = 8
+    nic_gbps: int = 400
+    switch: str | None = None
+    radix: int = 64
+    port_gbps: int = 400
+    tiers: str | int = "auto"
+    oversubscription: Fraction = Fraction(1)
+    spine_oversubscription: Fraction = Fraction(1)
+    placement: str = "rail"
+    spines: int | None = None
+
+    @property
+    def nodes(self) -> int:
+        """Servers in the fabric."""
+        return self.gpus // self.gpus_per_node
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data; :func:`load_spec` reads it back to the same spec."""
+        out = asdict(self)
+        out["oversubscription"] = format_ratio(self.oversubscription)
+        out["spine_oversubscription"] = format_ratio(self.spine_oversubscription)
+        return out
+
+
+#: Field names, in the order they are documented and written.
+FIELDS = tuple(f.name for f in fields(FabricSpec))
+
+
+def format_ratio(value: Fraction) -> int | float | str:
+    """A ratio as the user would write it: ``3``, ``1.5`` or ``"5:3"``."""
+    if value.denominator == 1:
+        return int(value.numerator)
+    as_float = float(value)
+    if Fraction(str(as_float)) == value and len(str(as_float)) <= 6:
+        return as_float
+    return f"{value.numerator}:{value.denominator}"
+
+
+# --- field readers: each returns the value or raises ValueError with the reason -------------------
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ValueError(f"expected a whole number, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _positive_int(value: Any) -> int:
+    number = _int(value)
+    if number < 1:
+        raise ValueError(f"must be at least 1, got {number}")
+    return number
+
+
+def _ratio(value: Any) -> Fraction:
+    """``3``, ``1.5``, ``"3:1"`` or ``"48:16"`` -> Fraction(down, up)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a ratio such as 1, 3 or '3:1', got {value!r}")
+    try:
+        if isinstance(value, str) and ":" in value:
+            down, up = (part.strip() for part in value.split(":", 1))
+            ratio = Fraction(down) / Fraction(up)
+        elif isinstance(value, (int, float, str)):
+            ratio = Fraction(str(value)).limit_denominator(10_000)
+        else:
+            raise TypeError
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise ValueError(f"expected a ratio such as 1, 3 or '3:1', got {value!r}") from None
+    if ratio < 1:
+        raise ValueError(
+            f"must be at least 1 (downlink/uplink bandwidth; 1 is non-blocking), got {float(ratio):g}"
+        )
+    return ratio
+
+
+def _tiers(value: Any) -> str | int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if value in TIERS and not isinstance(value, bool):
+        return value
+    raise ValueError(f"expected one of auto, 2, 3, got {value!r}")
+
+
+def _placement(value: Any) -> str:
+    if value in PLACEMENTS:
+        return value
+    hint = did_you_mean(value, PLACEMENTS) if isinstance(value, str) else ""
+    raise ValueError(f"expected rail or rack, got {value!r}{hint}")
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not _NAME_RE.match(value):
+        raise ValueError(
+            f"expected a host-name-safe prefix (lower-case letters, digits and '-', starting with a "
+            f"letter, at most 40 characters), got {value!r}"
+        )
+    return value
+
+
+def _switch(value: Any) -> str | None:
+    if value is None:
+        return None
+    catalog = switch_catalog()
+    if not isinstance(value, str) or value not in catalog:
+        hint = did_you_mean(value, catalog) if isinstance(value, str) else ""
+        raise ValueError(f"unknown switch model {value!r}{hint}; known: {', '.join(catalog)}")
+    return value
+
+
+def _optional_positive_int(value: Any) -> int | None:
+    return None if value is None else _positive_int(value)
+
+
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "name": _name,
+    "gpus": _positive_int,
+    "gpus_per_node": _positive_int,
+    "nics_per_node": _optional_positive_int,
+    "nic_gbps": _positive_int,
+    "switch": _switch,
+    "radix": _positive_int,
+    "port_gbps": _positive_int,
+    "tiers": _tiers,
+    "oversubscription": _ratio,
+    "spine_oversubscription": _ratio,
+    "placement": _placement,
+    "spines": _optional_positive_int,
+}
+assert set(_READERS) == set(FIELDS)
+
+
+def read_spec_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML spec file into a mapping, or raise SpecError saying what is wrong with it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError([f"spec file {path}: cannot read it ({exc.strerror or exc})"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError([f"spec file {path}: malformed YAML{where}: {problem}"]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise SpecError(
+            [f"spec file {path}: expected a mapping of fields (gpus: 1024, ...), "
+             f"got a {type(data).__name__}"]
+        )
+    return dict(data)
+
+
+def load_spec(
+    data: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
+) -> FabricSpec:
+    """Validate a spec mapping (plus overrides, e.g. CLI flags) into a :class:`FabricSpec`.
+
+    Parameters
+    ----------
+    data : mapping, optional
+        Fields as read from a spec file.
+    overrides : mapping, optional
+        Fields that win over ``data``; ``None`` values are ignored (a flag not given).
+
+    Raises
+    ------
+    SpecError
+        With one line per problem, each naming the field and the value.
+
+    Examples
+    --------
+    >>> load_spec({"gpus": 256}, {"radix": 32}).radix
+    32
+    >>> load_spec({"gpus": 1000})
+    Traceback (most recent call last):
+    ...
+    topo.errors.SpecError: gpus=1000 is not a multiple of gpus_per_node=8 (992 or 1,008 would fit)
+    """
+    if data is not None and not isinstance(data, Mapping):
+        raise SpecError([f"spec: expected a mapping of fields, got a {type(data).__name__}"])
+    merged: dict[str, Any] = dict(data or {})
+    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+
+    problems: list[str] = []
+    for key in merged:
+        if key not in _READERS:
+            problems.append(f"unknown field {key!r}{did_you_mean(str(key), FIELDS)}")
+    values: dict[str, Any] = {}
+    for key, reader in _READERS.items():
+        if key not in merged:
+            continue
+        try:
+            values[key] = reader(merged[key])
+        except ValueError as exc:
+            problems.append(f"{key}: {exc}")
+    if "gpus" not in merged:
+        problems.append("gpus: required (how many GPUs the fabric connects), e.g. gpus: 1024")
+
+    _merge_switch_model(values, merged, problems)
+    if values.get("nics_per_node") is None:
+        values["nics_per_node"] = values.get("gpus_per_node", 8)
+    _check_relations(values, problems)
+    if problems:
+        raise SpecError(problems)
+    return FabricSpec(**values)
+
+
+def _merge_switch_model(values: dict[str, Any], given: Mapping[str, Any], problems: list[str]) -> None:
+    """Take radix and port speed from the named switch model; explicit values must agree."""
+    model_name = values.get("switch")
+    if model_name is None:
+        return
+    model = switch_catalog()[model_name]
+    for field_name in ("radix", "port_gbps"):
+        model_value = getattr(model, field_name)
+        if field_name in given and field_name in values and values[field_name] != model_value:
+            problems.append(
+                f"{field_name}={values[field_name]} conflicts with switch={model_name} "
+                f"({field_name} {model_value}); give one or the other"
+            )
+        values[field_name] = model_value
+
+
+def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
+    """Checks between fields that need no sizing."""
+    gpus, gpn = values.get("gpus"), values.get("gpus_per_node", 8)
+    nics = values.get("nics_per_node")
+    if gpus is not None and gpn is not None and gpus % gpn:
+        below, above = gpus // gpn * gpn, (gpus // gpn + 1) * gpn
+        fits = f"{below:,} or {above:,}" if below else f"{above:,}"
+        problems.append(
+            f"gpus={gpus} is not a multiple of gpus_per_node={gpn} ({fits} would fit)"
+        )
+    if nics is not None and gpn is not None and gpn % nics and nics % gpn:
+        problems.append(
+            f"nics_per_node={nics} and gpus_per_node={gpn}: one must divide the other so that every "
+            f"GPU has the same share of NICs"
+        )
+    radix = values.get("radix")
+    if radix is not None and (radix % 2 or radix < 4):
+        problems.append(
+            f"radix={radix} must be even and at least 4 (ports split between downlinks and uplinks)"
+        )
+    nic_gbps, port_gbps = values.get("nic_gbps"), values.get("port_gbps")
+    if nic_gbps is not None and port_gbps is not None and port_gbps % nic_gbps:
+        problems.append(
+            f"nic_gbps={nic_gbps} does not divide port_gbps={port_gbps}: a switch port must carry a "
+            f"whole number of NIC links (1 or a breakout of {port_gbps}G into equal lanes)"
+        )

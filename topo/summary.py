@@ -1,0 +1,153 @@
+"""The build summary: counts per tier that a network architect checks first.
+
+Computed from the fabric's arrays (bincount over link ends), so it costs milliseconds at any size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .fabric import LINK_KINDS, ROLES, Fabric
+from .spec import format_ratio
+
+SWITCH_TIERS = ROLES[1:]
+
+
+@dataclass(frozen=True)
+class TierSummary:
+    """One switch tier: leaf, spine or core."""
+
+    role: str
+    switches: int
+    ports_used: int
+    ports_free: int
+    max_ports_used: int  #: most ports used on one switch of the tier (never above the radix)
+    links_below: int  #: links from the tier below into this tier
+    cables_below: int  #: cables for those links (a breakout cable serves several NIC links)
+    oversubscription: str | None  #: downlink:uplink bandwidth, None for the top tier
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What ``topo build`` reports: sizes, per-tier counts and the design's shape."""
+
+    name: str
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    nics_per_node: int
+    nic_gbps: int
+    placement: str
+    tiers: int
+    switch_model: str | None
+    radix: int
+    port_gbps: int
+    scalable_units: int
+    su_nodes: int
+    pods: int
+    leaf_spine_parallel: int
+    spine_core_parallel: int
+    tier_rows: tuple[TierSummary, ...] = field(repr=False)
+
+    @property
+    def switches(self) -> dict[str, int]:
+        counts = {row.role: row.switches for row in self.tier_rows}
+        return {role: counts.get(role, 0) for role in SWITCH_TIERS}
+
+    @property
+    def links(self) -> dict[str, int]:
+        counts = [row.links_below for row in self.tier_rows]
+        return {kind: (counts[i] if i < len(counts) else 0) for i, kind in enumerate(LINK_KINDS)}
+
+    @property
+    def cables(self) -> int:
+        return sum(row.cables_below for row in self.tier_rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Machine-readable summary; the keys are a stable interface for scripts."""
+        return {
+            "name": self.name,
+            "gpus": self.gpus,
+            "nodes": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "nics_per_node": self.nics_per_node,
+            "nic_gbps": self.nic_gbps,
+            "placement": self.placement,
+            "tiers": self.tiers,
+            "switch": {"model": self.switch_model, "radix": self.radix, "port_gbps": self.port_gbps},
+            "scalable_units": self.scalable_units,
+            "su_nodes": self.su_nodes,
+            "pods": self.pods,
+            "switches": {**self.switches, "total": sum(self.switches.values())},
+            "links": {**self.links, "total": sum(self.links.values())},
+            "cables": self.cables,
+            "parallel_links": {"leaf-spine": self.leaf_spine_parallel, "spine-core": self.spine_core_parallel},
+            "oversubscription": {row.role: row.oversubscription for row in self.tier_rows},
+            "per_tier": {row.role: row.to_dict() for row in self.tier_rows},
+        }
+
+
+def ports_used(fabric: Fabric) -> np.ndarray:
+    """Physical switch ports used per vertex (servers: NICs cabled).
+
+    A broken-out leaf port counts once, however many of its lanes are used.
+    """
+    links = fabric.links
+    n = len(fabric.names)
+    lo = np.bincount(links.lo, minlength=n)
+    hi = np.bincount(links.hi[links.lane == 1], minlength=n)
+    return lo + hi
+
+
+def summarize(fabric: Fabric) -> Summary:
+    """Summarise a fabric per tier.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> s = summarize(build_fabric(load_spec({"gpus": 1024})))
+    >>> s.switches, s.links["leaf-spine"]
+    ({'leaf': 32, 'spine': 16, 'core': 0}, 1024)
+    """
+    spec, plan = fabric.spec, fabric.plan
+    used = ports_used(fabric)
+    kinds = np.bincount(fabric.links.kind, minlength=3)
+    cables_below = np.bincount(fabric.links.kind[fabric.links.lane == 1], minlength=3)
+    ratios = [spec.oversubscription, spec.spine_oversubscription if plan.tiers == 3 else None, None]
+    rows = []
+    for tier in range(1, plan.tiers + 1):
+        mask = fabric.tier == tier
+        count = int(mask.sum())
+        tier_used = used[mask]
+        ratio = ratios[tier - 1]
+        rows.append(
+            TierSummary(
+                role=ROLES[tier],
+                switches=count,
+                ports_used=int(tier_used.sum()),
+                ports_free=count * spec.radix - int(tier_used.sum()),
+                max_ports_used=int(tier_used.max()),
+                links_below=int(kinds[tier - 1]),
+                cables_below=int(cables_below[tier - 1]),
+                oversubscription=None if ratio is None else _ratio_text(ratio),
+            )
+        )
+    return Summary(
+        name=spec.name, gpus=spec.gpus, nodes=plan.nodes, gpus_per_node=spec.gpus_per_node,
+        nics_per_node=spec.nics_per_node, nic_gbps=spec.nic_gbps, placement=plan.placement,
+        tiers=plan.tiers, switch_model=spec.switch, radix=spec.radix, port_gbps=spec.port_gbps,
+        scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.pods,
+        leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
+        tier_rows=tuple(rows),
+    )
+
+
+def _ratio_text(ratio) -> str:
+    value = format_ratio(ratio)
+    return value if isinstance(value, str) else f"{value}:1"
