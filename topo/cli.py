@@ -22,6 +22,7 @@ from .catalog import switch_catalog
 from .errors import TopoError
 from .fabric import build_fabric
 from .render import render_build
+from .sizing import plan_fabric
 from .spec import FabricSpec, load_spec, read_spec_file
 from .summary import Summary, summarize
 from .writer import check_output_dir, write_tree
@@ -217,6 +218,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, fmt: str, qu
         spec = spec_from_cli(spec_file, fields)
         out = output or Path(f"{spec.name}-{spec.gpus}gpus")
         check_output_dir(out, force)
+        plan_fabric(spec)  # refuse an impossible spec before any work is shown
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         summary = summarize(fabric)

@@ -223,10 +223,10 @@ def load_spec(
     --------
     >>> load_spec({"gpus": 256}, {"radix": 32}).radix
     32
-    >>> load_spec({"gpus": 1000})
+    >>> load_spec({"gpus": 1020})
     Traceback (most recent call last):
     ...
-    topo.errors.SpecError: gpus=1000 is not a multiple of gpus_per_node=8 (992 or 1,008 would fit)
+    topo.errors.SpecError: gpus=1020 is not a multiple of gpus_per_node=8 (1,016 or 1,024 would fit)
     """
     if data is not None and not isinstance(data, Mapping):
         raise SpecError([f"spec: expected a mapping of fields, got a {type(data).__name__}"])
@@ -249,6 +249,10 @@ def load_spec(
         problems.append("gpus: required (how many GPUs the fabric connects), e.g. gpus: 1024")
 
     _merge_switch_model(values, merged, problems)
+    bad = {p.split(":")[0] for p in problems}
+    for f in fields(FabricSpec):  # defaults for fields not given (nor refused)
+        if f.name not in values and f.name not in bad and f.name not in ("gpus", "nics_per_node"):
+            values[f.name] = f.default
     if values.get("nics_per_node") is None:
         values["nics_per_node"] = values.get("gpus_per_node", 8)
     _check_relations(values, problems)

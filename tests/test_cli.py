@@ -1,0 +1,179 @@
+"""The command line: outputs, exit codes, atomic writes, and error goldens."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from topo import __version__
+from topo.cli import main
+
+from .conftest import EXAMPLES, GOLDEN, REGEN
+
+
+def run(*args, cwd=None):
+    runner = CliRunner()
+    return runner.invoke(main, [str(a) for a in args], prog_name="topo", catch_exceptions=False)
+
+
+def test_version():
+    result = run("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"topo {__version__}"
+
+
+@pytest.mark.parametrize("command", [[], ["build"], ["switches"]])
+def test_every_command_help_shows_an_example(command):
+    result = run(*command, "--help")
+    assert result.exit_code == 0
+    assert re.search(r"Examples?:\n\s+(topo )", result.stdout), result.stdout
+
+
+def test_build_defaults_writes_the_design_folder(tmp_path):
+    out = tmp_path / "d"
+    result = run("build", "--gpus", 1024, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "design.json", "spec.yaml", "summary.json"]
+    assert "leaf" in result.stdout and "1,024" in result.stdout
+    assert "topo: building 1,024 GPUs" in result.stderr
+    design = json.loads((out / "design.json").read_text())
+    assert len(design["links"]) == 2048
+    assert len(design["devices"]) == 128 + 32 + 16
+
+
+def test_default_output_folder_is_named_after_the_fabric(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run("build", "--gpus", 256, "-q").exit_code == 0
+    assert (tmp_path / "cluster-256gpus" / "design.json").is_file()
+
+
+def test_json_summary_is_a_stable_interface(tmp_path):
+    result = run("build", "--gpus", 1024, "-o", tmp_path / "d", "--format", "json", "-q")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["gpus"] == 1024 and data["nodes"] == 128 and data["tiers"] == 2
+    assert data["switches"] == {"leaf": 32, "spine": 16, "core": 0, "total": 48}
+    assert data["links"] == {"node-leaf": 1024, "leaf-spine": 1024, "spine-core": 0, "total": 2048}
+    assert data["per_tier"]["leaf"]["max_ports_used"] == 64
+    assert result.stderr == ""
+
+
+def test_yaml_summary(tmp_path):
+    import yaml
+
+    result = run("build", "--gpus", 128, "--gpus-per-node", 1, "--radix", 8, "--tiers", 3,
+                 "-o", tmp_path / "d", "--format", "yaml", "-q")
+    data = yaml.safe_load(result.stdout)
+    assert data["switches"] == {"leaf": 32, "spine": 32, "core": 16, "total": 80}
+
+
+def test_flags_override_the_spec_file(tmp_path):
+    result = run("build", "-f", EXAMPLES / "h100-1024.yaml", "--gpus", 256, "-o", tmp_path / "d",
+                 "--format", "json", "-q")
+    data = json.loads(result.stdout)
+    assert data["gpus"] == 256 and data["name"] == "h100" and data["switch"]["model"] == "ndr-64x400"
+
+
+def test_spec_yaml_rebuilds_the_same_design(tmp_path):
+    run("build", "--gpus", 768, "--oversubscription", "3:1", "-o", tmp_path / "a", "-q")
+    run("build", "-f", tmp_path / "a" / "spec.yaml", "-o", tmp_path / "b", "-q")
+    for name in ("design.json", "summary.json", "spec.yaml", "README.md"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_existing_folder_is_not_overwritten_without_force(tmp_path):
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    result = run("build", "--gpus", 256, "-o", out)
+    assert result.exit_code == 1
+    assert "exists and is not empty; use --force" in result.stderr
+    assert (out / "mine.txt").read_text() == "keep me"
+    result = run("build", "--gpus", 256, "-o", out, "--force", "-q")
+    assert result.exit_code == 0
+    assert not (out / "mine.txt").exists() and (out / "design.json").exists()
+
+
+def test_empty_existing_folder_is_used(tmp_path):
+    out = tmp_path / "d"
+    out.mkdir()
+    assert run("build", "--gpus", 256, "-o", out, "-q").exit_code == 0
+
+
+def test_a_failure_while_writing_leaves_no_folder(tmp_path, monkeypatch):
+    import topo.cli
+
+    def broken(*args, **kwargs):
+        return {"ok.txt": "fine", "bad.txt": object()}  # not text: writing it fails
+
+    monkeypatch.setattr(topo.cli, "render_build", broken)
+    out = tmp_path / "d"
+    with pytest.raises(TypeError):
+        run("build", "--gpus", 256, "-o", out, "-q")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failure_with_force_keeps_the_old_folder(tmp_path, monkeypatch):
+    import topo.cli
+
+    out = tmp_path / "d"
+    run("build", "--gpus", 256, "-o", out, "-q")
+    before = (out / "design.json").read_bytes()
+    monkeypatch.setattr(topo.cli, "render_build", lambda *a, **k: {"bad.txt": object()})
+    with pytest.raises(TypeError):
+        run("build", "--gpus", 1024, "-o", out, "--force", "-q")
+    assert (out / "design.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+def test_switches_lists_the_catalogue():
+    result = run("switches", "--format", "json")
+    data = json.loads(result.stdout)
+    assert data["eth-51t-128x400"]["radix"] == 128
+    assert all(model["power_w"] > 0 for model in data.values())
+
+
+# --- error goldens: one clear message, the right exit status, no traceback, nothing written -----
+
+ERROR_CASES = {
+    "gpus-not-multiple-of-node": (["--gpus", "1020"], None),
+    "gpus-zero": (["--gpus", "0"], None),
+    "gpus-missing": ([], None),
+    "odd-radix": (["--gpus", "1024", "--radix", "63"], None),
+    "too-many-gpus-for-three-tiers": (["--gpus", "65544"], None),
+    "two-tiers-too-small": (["--gpus", "4096", "--tiers", "2"], None),
+    "oversubscription-not-whole-ports": (["--gpus", "1024", "--oversubscription", "2"], None),
+    "oversubscription-below-one": (["--gpus", "1024", "--oversubscription", "1:2"], None),
+    "switch-conflicts-with-radix": (["--gpus", "1024", "--switch", "ndr-64x400", "--radix", "32"], None),
+    "several-problems-at-once": (["--gpus", "1001", "--radix", "7", "--nic-gbps", "0"], None),
+    "uneven-spines": (["--gpus", "768", "--spines", "12"], None),
+    "malformed-yaml": ([], "gpus: [1024\nradix: 64\n"),
+    "unknown-key": ([], "gpu: 1024\nradix: 64\n"),
+    "wrong-type": ([], "gpus: lots\nplacement: rails\n"),
+    "not-a-mapping": ([], "- gpus\n- 1024\n"),
+    "bad-flag-value": (["--gpus", "abc"], None),
+    "bad-flag-choice": (["--gpus", "1024", "--tiers", "4"], None),
+    "unknown-switch-model": ([], "gpus: 1024\nswitch: ndr-64x40\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+def test_error_golden(case, tmp_path, monkeypatch):
+    args, spec_text = ERROR_CASES[case]
+    monkeypatch.chdir(tmp_path)
+    if spec_text is not None:
+        Path("spec.yaml").write_text(spec_text)
+        args = ["-f", "spec.yaml", *args]
+    result = run("build", *args, "-o", "out")
+    record = f"$ topo build {' '.join(args)} -o out\nexit {result.exit_code}\n{result.stderr}"
+    golden = GOLDEN / "errors" / f"{case}.txt"
+    if REGEN:
+        golden.write_text(record)
+    assert record == golden.read_text(), f"regenerate with TOPO_REGEN_GOLDEN=1 if intended:\n{record}"
+    assert result.exit_code in (1, 2)
+    assert "Traceback" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["spec.yaml"] if spec_text else [])
+    assert result.stdout == ""

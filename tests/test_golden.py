@@ -1,0 +1,65 @@
+"""Golden outputs of every example in examples/.
+
+Each example's build folder is compared with tests/golden/<example>/. Small designs keep every
+file; for large ones design.json is left out of the golden copy (its summary is there). When a
+change is intended, regenerate with::
+
+    TOPO_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py
+
+and review ``git diff tests/golden``.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import pytest
+
+from topo import build_fabric, load_spec
+from topo.render import render_build
+from topo.spec import read_spec_file
+from topo.summary import summarize
+
+from .conftest import EXAMPLES, GOLDEN, REGEN
+
+#: design.json above this many links is too large to keep as a golden file
+FULL_GOLDEN_MAX_LINKS = 3000
+
+
+def rendered(example):
+    fabric = build_fabric(load_spec(read_spec_file(example)))
+    files = render_build(fabric, summarize(fabric))
+    if len(fabric.links) > FULL_GOLDEN_MAX_LINKS:
+        files.pop("design.json")
+    return files
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_example_matches_golden(example):
+    folder = GOLDEN / example.stem
+    files = rendered(example)
+    if REGEN:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.iterdir():
+            old.unlink()
+        for rel, text in files.items():
+            (folder / rel).write_text(text)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(files)
+    for rel, text in files.items():
+        expected = (folder / rel).read_text()
+        if text != expected:
+            diff = "".join(difflib.unified_diff(
+                expected.splitlines(True), text.splitlines(True), f"golden/{rel}", f"now/{rel}", n=2))
+            pytest.fail(f"{example.name}: {rel} differs (TOPO_REGEN_GOLDEN=1 to accept)\n{diff[:4000]}")
+
+
+def test_same_spec_gives_byte_identical_output():
+    example = EXAMPLES / "h100-4096-3tier.yaml"
+    first = {k: v for k, v in render_build(*_built(example)).items()}
+    second = {k: v for k, v in render_build(*_built(example)).items()}
+    assert first == second
+
+
+def _built(example):
+    fabric = build_fabric(load_spec(read_spec_file(example)))
+    return fabric, summarize(fabric)

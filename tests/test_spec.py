@@ -1,0 +1,96 @@
+"""Reading and validating specs."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from topo import SpecError, load_spec
+from topo.spec import FIELDS, read_spec_file
+
+from .conftest import EXAMPLES
+
+
+def test_defaults_reproduce_the_reference_design():
+    spec = load_spec({"gpus": 1024})
+    assert spec.to_dict() == {
+        "name": "cluster", "gpus": 1024, "gpus_per_node": 8, "nics_per_node": 8, "nic_gbps": 400,
+        "switch": None, "radix": 64, "port_gbps": 400, "tiers": "auto", "oversubscription": 1,
+        "spine_oversubscription": 1, "placement": "rail", "spines": None,
+    }
+
+
+@pytest.mark.parametrize("value, expected", [
+    (3, Fraction(3)), ("3", Fraction(3)), ("3:1", Fraction(3)), ("48:16", Fraction(3)),
+    (1.5, Fraction(3, 2)), ("5:3", Fraction(5, 3)), (1.0, Fraction(1)),
+])
+def test_oversubscription_forms(value, expected):
+    assert load_spec({"gpus": 8, "oversubscription": value}).oversubscription == expected
+
+
+def test_to_dict_round_trips():
+    spec = load_spec({"gpus": 768, "oversubscription": "5:3", "tiers": "3", "placement": "rack"})
+    assert load_spec(spec.to_dict()) == spec
+    assert spec.to_dict()["oversubscription"] == "5:3" and spec.tiers == 3
+
+
+def test_overrides_win_and_none_means_not_given():
+    spec = load_spec({"gpus": 1024, "radix": 32}, {"radix": None, "gpus": 256})
+    assert (spec.gpus, spec.radix) == (256, 32)
+
+
+def test_switch_model_sets_radix_and_speed():
+    spec = load_spec({"gpus": 1024, "switch": "eth-51t-128x400"})
+    assert (spec.radix, spec.port_gbps) == (128, 400)
+    # repeating the model's own values is not a conflict
+    assert load_spec({"gpus": 8, "switch": "ndr-64x400", "radix": 64}).radix == 64
+
+
+def test_bools_are_not_numbers():
+    with pytest.raises(SpecError, match=r"gpus: expected a whole number, got True \(bool\)"):
+        load_spec({"gpus": True})
+
+
+def test_every_problem_is_reported_once_naming_its_field():
+    with pytest.raises(SpecError) as info:
+        load_spec({"gpus": -8, "radix": "big", "colour": "red", "placement": 3})
+    problems = info.value.problems
+    assert len(problems) == 4
+    assert problems[0].startswith("unknown field 'colour'")
+    assert {p.split(":")[0] for p in problems[1:]} == {"gpus", "radix", "placement"}
+
+
+def test_name_must_be_host_name_safe():
+    with pytest.raises(SpecError, match="name: expected a host-name-safe prefix"):
+        load_spec({"gpus": 8, "name": "My Cluster"})
+
+
+def test_nics_and_gpus_per_node_must_divide():
+    with pytest.raises(SpecError, match="nics_per_node=3 and gpus_per_node=8"):
+        load_spec({"gpus": 8, "nics_per_node": 3})
+    assert load_spec({"gpus": 8, "nics_per_node": 4}).nics_per_node == 4
+
+
+def test_nic_speed_must_divide_port_speed():
+    with pytest.raises(SpecError, match="nic_gbps=300 does not divide port_gbps=400"):
+        load_spec({"gpus": 8, "nic_gbps": 300})
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_examples_are_valid_specs(path):
+    data = read_spec_file(path)
+    assert set(data) <= set(FIELDS)
+    load_spec(data)
+
+
+def test_empty_spec_file_asks_for_gpus(tmp_path):
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    with pytest.raises(SpecError, match="gpus: required"):
+        load_spec(read_spec_file(path))
+
+
+def test_missing_spec_file(tmp_path):
+    with pytest.raises(SpecError, match="cannot read it"):
+        read_spec_file(tmp_path / "nope.yaml")
