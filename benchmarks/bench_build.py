@@ -1,0 +1,309 @@
+"""Benchmark of ``topo build``: build time, write time and peak memory at several fabric sizes.
+
+Every run is a fresh Python process, so its peak resident set size (``ru_maxrss``) belongs to that
+one size and run alone. A run measures, for one spec with default values except ``gpus`` and
+``radix``:
+
+* build: wall time of ``load_spec`` + ``build_fabric``;
+* write: wall time of ``summarize`` + ``render_build`` + ``write_tree`` into a temporary folder;
+* baseline RSS: peak RSS after the imports, before any work;
+* peak RSS: peak RSS of the whole process at the end of the run (absolute, nothing subtracted).
+
+The results are printed on stdout as a Markdown table, followed by PASS/MISS for each target;
+progress goes to stderr. With ``--write-docs`` the section between the markers
+``<!-- build-bench:start -->`` and ``<!-- build-bench:end -->`` of ``docs/performance.md`` is
+replaced by the table, the target results and a description of the machine.
+
+Usage::
+
+    python benchmarks/bench_build.py [--sizes GPUS[:RADIX] ...] [--repeat N] [--write-docs]
+
+This is a benchmark, not a test: it is not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "performance.md"
+START = "<!-- build-bench:start -->"
+END = "<!-- build-bench:end -->"
+
+#: (gpus, radix) measured by default. Radix 64 holds at most 65,536 GPUs in three tiers.
+DEFAULT_SIZES = ("1024:64", "16384:64", "65536:64", "131072:128")
+DEFAULT_RADIX = 64
+
+#: Targets: on a 2-core machine, this many GPUs (radix 64) built in at most this many seconds
+#: (build + write, median of the runs) with at most this peak memory.
+TARGET_GPUS = 65536
+TARGET_RADIX = 64
+TARGET_SECONDS = 3.0
+TARGET_BYTES = 1.5e9  # 1.5 GB
+TARGET_CORES = 2
+
+
+# --- the child: one size, one run ------------------------------------------------------------
+
+
+def _maxrss_kib() -> int:
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if sys.platform == "darwin" else peak  # bytes on macOS, KiB on Linux
+
+
+def child(gpus: int, radix: int) -> None:
+    """Measure one build in this (fresh) process and print the results as one JSON line."""
+    sys.path.insert(0, str(ROOT))  # measure this source tree
+    import tempfile
+    import time
+
+    from topo.fabric import build_fabric
+    from topo.render import render_build
+    from topo.spec import load_spec
+    from topo.summary import summarize
+    from topo.writer import write_tree
+
+    baseline = _maxrss_kib()
+    with tempfile.TemporaryDirectory(prefix="topo-bench-") as tmp:
+        start = time.perf_counter()
+        spec = load_spec({"gpus": gpus, "radix": radix})
+        fabric = build_fabric(spec)
+        built = time.perf_counter()
+        summary = summarize(fabric)
+        files = render_build(fabric, summary)
+        write_tree(Path(tmp) / "design", files)
+        written = time.perf_counter()
+        design_bytes = (Path(tmp) / "design" / "design.json").stat().st_size
+        peak = _maxrss_kib()
+    result = {
+        "gpus": gpus,
+        "radix": radix,
+        "tiers": fabric.plan.tiers,
+        "switches": int((fabric.tier > 0).sum()),
+        "links": len(fabric.links),
+        "build_s": built - start,
+        "write_s": written - built,
+        "baseline_kib": baseline,
+        "peak_kib": peak,
+        "design_bytes": design_bytes,
+    }
+    print(json.dumps(result))
+
+
+# --- the parent: runs, table, targets, docs --------------------------------------------------
+
+
+@dataclass
+class Size:
+    gpus: int
+    radix: int
+    runs: list[dict]
+
+    def times(self, key: str) -> list[float]:
+        return [run[key] for run in self.runs]
+
+    def total(self) -> list[float]:
+        return [run["build_s"] + run["write_s"] for run in self.runs]
+
+    @property
+    def first(self) -> dict:
+        return self.runs[0]
+
+    @property
+    def peak_kib(self) -> int:
+        return max(run["peak_kib"] for run in self.runs)
+
+    @property
+    def baseline_kib(self) -> int:
+        return max(run["baseline_kib"] for run in self.runs)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    gpus, _, radix = text.partition(":")
+    try:
+        return int(gpus.replace(",", "").replace("_", "")), int(radix) if radix else DEFAULT_RADIX
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected GPUS or GPUS:RADIX, got {text!r}") from None
+
+
+def run_once(gpus: int, radix: int) -> dict:
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", str(gpus), str(radix)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        raise SystemExit(f"bench_build: {gpus:,} GPUs at radix {radix} failed (exit {proc.returncode})")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def mib(kib: int) -> str:
+    return f"{kib / 1024:,.0f}"
+
+
+def table(sizes: list[Size]) -> str:
+    headers = [
+        "GPUs", "radix", "tiers", "switches", "links",
+        "build best (s)", "build median (s)", "write best (s)", "write median (s)",
+        "total median (s)", "baseline RSS (MiB)", "peak RSS (MiB)", "design.json (MB)",
+    ]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
+    for s in sizes:
+        build, write = s.times("build_s"), s.times("write_s")
+        row = [
+            f"{s.gpus:,}", str(s.radix), str(s.first["tiers"]), f"{s.first['switches']:,}",
+            f"{s.first['links']:,}",
+            f"{min(build):.2f}", f"{statistics.median(build):.2f}",
+            f"{min(write):.2f}", f"{statistics.median(write):.2f}",
+            f"{statistics.median(s.total()):.2f}",
+            mib(s.baseline_kib), mib(s.peak_kib), f"{s.first['design_bytes'] / 1e6:,.1f}",
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def targets(sizes: list[Size]) -> list[str]:
+    """PASS/MISS lines for the targets (SKIP when the target size was not measured)."""
+    limit_mib = TARGET_BYTES / 1024**2
+    what_time = f"{TARGET_GPUS:,} GPUs (radix {TARGET_RADIX}) built and written in <= {TARGET_SECONDS:g} s"
+    what_mem = f"{TARGET_GPUS:,} GPUs (radix {TARGET_RADIX}) peak RSS <= 1.5 GB ({limit_mib:,.0f} MiB)"
+    match = [s for s in sizes if s.gpus == TARGET_GPUS and s.radix == TARGET_RADIX]
+    if not match:
+        return [f"- SKIP: {what_time} (size not measured)", f"- SKIP: {what_mem} (size not measured)"]
+    s = match[0]
+    total = statistics.median(s.total())
+    build = statistics.median(s.times("build_s"))
+    peak_bytes = s.peak_kib * 1024
+    lines = [
+        f"- {'PASS' if total <= TARGET_SECONDS else 'MISS'}: {what_time}: median {total:.2f} s "
+        f"(build {build:.2f} s + write {statistics.median(s.times('write_s')):.2f} s)",
+        f"- {'PASS' if peak_bytes <= TARGET_BYTES else 'MISS'}: {what_mem}: highest peak of "
+        f"{len(s.runs)} runs {mib(s.peak_kib)} MiB",
+    ]
+    cores = os.cpu_count()
+    if cores != TARGET_CORES:
+        lines.append(
+            f"- note: the targets are set for a {TARGET_CORES}-core machine; this one has {cores} cores"
+        )
+    return lines
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine() -> list[str]:
+    import networkx
+    import numpy
+
+    return [
+        f"- CPU: {cpu_model()}, {os.cpu_count()} cores (`os.cpu_count()`)",
+        f"- OS: {platform.system()} ({platform.machine()})",
+        f"- Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"numpy {numpy.__version__}, networkx {networkx.__version__}",
+    ]
+
+
+def command(args: argparse.Namespace) -> str:
+    parts = ["python benchmarks/bench_build.py"]
+    if [f"{g}:{r}" for g, r in args.sizes] != list(DEFAULT_SIZES):
+        parts.append("--sizes " + " ".join(f"{g}:{r}" for g, r in args.sizes))
+    if args.repeat != 3:
+        parts.append(f"--repeat {args.repeat}")
+    return " ".join(parts + ["--write-docs"])
+
+
+def docs_section(args: argparse.Namespace, body: str, checks: list[str]) -> str:
+    today = datetime.date.today().isoformat()
+    return "\n".join(
+        [
+            f"Measured on {today} with `{command(args)}` ({args.repeat} runs per size, each in a "
+            "fresh process; times are wall-clock seconds, memory is the process's peak resident "
+            "set size).",
+            "",
+            body,
+            "",
+            "Targets:",
+            "",
+            *checks,
+            "",
+            "Machine:",
+            "",
+            *machine(),
+        ]
+    )
+
+
+def write_docs(section: str) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"bench_build: markers {START} ... {END} not found in docs/performance.md")
+    new = pattern.sub(lambda _: f"{START}\n{section}\n{END}", text, count=1)
+    DOC.write_text(new, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Benchmark topo build (build time, write time, peak memory) per fabric size.",
+    )
+    parser.add_argument(
+        "--sizes", nargs="+", type=parse_size, metavar="GPUS[:RADIX]",
+        default=[parse_size(s) for s in DEFAULT_SIZES],
+        help=f"fabric sizes, radix {DEFAULT_RADIX} unless given [{' '.join(DEFAULT_SIZES)}]",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size [3]")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="replace the measured section of docs/performance.md")
+    parser.add_argument("--child", nargs=2, type=int, metavar=("GPUS", "RADIX"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return 0
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+
+    sizes = []
+    for gpus, radix in args.sizes:
+        runs = []
+        for i in range(args.repeat):
+            print(f"bench: {gpus:,} GPUs, radix {radix}, run {i + 1}/{args.repeat} ...", end="",
+                  file=sys.stderr, flush=True)
+            run = run_once(gpus, radix)
+            print(f" build {run['build_s']:.2f} s, write {run['write_s']:.2f} s, "
+                  f"peak {mib(run['peak_kib'])} MiB", file=sys.stderr, flush=True)
+            runs.append(run)
+        sizes.append(Size(gpus, radix, runs))
+
+    body = table(sizes)
+    checks = targets(sizes)
+    print(body)
+    print()
+    print("\n".join(checks))
+    if args.write_docs:
+        write_docs(docs_section(args, body, checks))
+        print("bench: updated docs/performance.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
