@@ -139,3 +139,8 @@ def test_split_ports_suggests_nearest_whole_splits():
 def test_rack_nodes_must_fit_on_a_leaf():
     with pytest.raises(SpecError, match="do not fit on one leaf's 4 downlinks"):
         plan(gpus=64, placement="rack", radix=8)
+
+
+def test_spine_oversubscription_is_not_silently_ignored_when_auto_picks_two_tiers():
+    with pytest.raises(SpecError, match="fits two tiers, which have no core"):
+        plan(gpus=1024, spine_oversubscription=3)

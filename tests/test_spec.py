@@ -94,3 +94,37 @@ def test_empty_spec_file_asks_for_gpus(tmp_path):
 def test_missing_spec_file(tmp_path):
     with pytest.raises(SpecError, match="cannot read it"):
         read_spec_file(tmp_path / "nope.yaml")
+
+
+def test_name_with_a_trailing_newline_is_refused():
+    with pytest.raises(SpecError, match="name: expected a host-name-safe prefix"):
+        load_spec({"gpus": 8, "name": "abc\n"})
+
+
+def test_unquoted_ratio_in_yaml_is_a_ratio_not_base_60(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("gpus: 1024\noversubscription: 3:1\nspine_oversubscription: 1.0\n")
+    spec = load_spec(read_spec_file(path))
+    assert spec.oversubscription == 3 and spec.spine_oversubscription == 1
+
+
+def test_a_bad_field_causes_no_follow_up_errors():
+    with pytest.raises(SpecError) as info:
+        load_spec({"gpus": 12, "gpus_per_node": "x"})
+    assert info.value.problems == ["gpus_per_node: expected a whole number, got 'x' (str)"]
+
+
+def test_tiers_as_float_and_negative_ratios():
+    assert load_spec({"gpus": 8, "tiers": 3.0}).tiers == 3
+    with pytest.raises(SpecError, match="oversubscription: expected a ratio"):
+        load_spec({"gpus": 8, "oversubscription": "-3:-1"})
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"gpus": 8, "nic_gbps": 1}, "breakout into 400 lanes; at most 8"),
+    ({"gpus": 8, "radix": 4096}, "radix=4096 is more than any switch has"),
+    ({"gpus": 8 * 10**6}, "gpus=8000000 is more than topo designs"),
+])
+def test_upper_bounds(fields, message):
+    with pytest.raises(SpecError, match=message):
+        load_spec(fields)

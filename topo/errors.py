@@ -54,3 +54,21 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """``" (did you mean 'x'?)"`` when a close match exists, else ``""``."""
     matches = close_matches(word, choices, n=1)
     return f" (did you mean '{matches[0]}'?)" if matches else ""
+
+
+class AnalysisError(TopoError):
+    """Analysis options that do not fit the fabric (unknown names to fail, a job too large, ...).
+
+    Parameters
+    ----------
+    problems : sequence of str
+        One line per problem.
+    """
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+    @property
+    def lines(self) -> list[str]:
+        return list(self.problems)

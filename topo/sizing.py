@@ -188,17 +188,18 @@ def plan_fabric(spec: FabricSpec) -> Plan:
     sus, leaves = _leaves_for(spec, shape, nodes)
 
     tiers = spec.tiers
-    if tiers == 2 and spec.spine_oversubscription != 1:
-        raise SpecError(
-            [
-                f"spine_oversubscription={format_ratio(spec.spine_oversubscription)} applies to the "
-                f"spine-core tier, but tiers=2 has no core; drop it or use tiers=3"
-            ]
-        )
     fits_two = leaves <= k
     fits_three = _ceil_div(leaves, shape.leaves_per_full_pod) <= k
     if tiers == "auto":
         tiers = 2 if fits_two else 3
+    if tiers == 2 and spec.spine_oversubscription != 1:
+        raise SpecError(
+            [
+                f"spine_oversubscription={format_ratio(spec.spine_oversubscription)} applies to the "
+                f"spine-core tier, but gpus={spec.gpus} fits two tiers, which have no core; drop it "
+                f"or use tiers=3"
+            ]
+        )
     if tiers == 2 and not fits_two:
         raise SpecError(
             [

@@ -24,7 +24,11 @@ TIERS = ("auto", 2, 3)
 #: Values of ``placement``.
 PLACEMENTS = ("rail", "rack")
 
-_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,39}")
+#: Upper bounds that keep every port, lane and index inside its array type.
+MAX_GPUS = 4_194_304
+MAX_RADIX = 2048
+MAX_BREAKOUT = 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,8 +111,10 @@ def _ratio(value: Any) -> Fraction:
         raise ValueError(f"expected a ratio such as 1, 3 or '3:1', got {value!r}")
     try:
         if isinstance(value, str) and ":" in value:
-            down, up = (part.strip() for part in value.split(":", 1))
-            ratio = Fraction(down) / Fraction(up)
+            down, up = (Fraction(part.strip()) for part in value.split(":", 1))
+            if down <= 0 or up <= 0:
+                raise ValueError
+            ratio = down / up
         elif isinstance(value, (int, float, str)):
             ratio = Fraction(str(value)).limit_denominator(10_000)
         else:
@@ -125,6 +131,8 @@ def _ratio(value: Any) -> Fraction:
 def _tiers(value: Any) -> str | int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if value in TIERS and not isinstance(value, bool):
         return value
     raise ValueError(f"expected one of auto, 2, 3, got {value!r}")
@@ -138,7 +146,7 @@ def _placement(value: Any) -> str:
 
 
 def _name(value: Any) -> str:
-    if not isinstance(value, str) or not _NAME_RE.match(value):
+    if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
         raise ValueError(
             f"expected a host-name-safe prefix (lower-case letters, digits and '-', starting with a "
             f"letter, at most 40 characters), got {value!r}"
@@ -178,6 +186,28 @@ _READERS: dict[str, Callable[[Any], Any]] = {
 assert set(_READERS) == set(FIELDS)
 
 
+class _SpecLoader(yaml.SafeLoader):
+    """YAML 1.1 safe loader without base-60 numbers, so ``oversubscription: 3:1`` stays "3:1"."""
+
+
+_SpecLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers
+            if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"),
+    list("-+0123456789"),
+)
+_SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?"
+               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."),
+)
+
+
 def read_spec_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML spec file into a mapping, or raise SpecError saying what is wrong with it."""
     path = Path(path)
@@ -186,7 +216,7 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise SpecError([f"spec file {path}: cannot read it ({exc.strerror or exc})"]) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -279,7 +309,7 @@ def _merge_switch_model(values: dict[str, Any], given: Mapping[str, Any], proble
 
 def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
     """Checks between fields that need no sizing."""
-    gpus, gpn = values.get("gpus"), values.get("gpus_per_node", 8)
+    gpus, gpn = values.get("gpus"), values.get("gpus_per_node")
     nics = values.get("nics_per_node")
     if gpus is not None and gpn is not None and gpus % gpn:
         below, above = gpus // gpn * gpn, (gpus // gpn + 1) * gpn
@@ -292,8 +322,12 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
             f"nics_per_node={nics} and gpus_per_node={gpn}: one must divide the other so that every "
             f"GPU has the same share of NICs"
         )
+    if gpus is not None and gpus > MAX_GPUS:
+        problems.append(f"gpus={gpus} is more than topo designs (at most {MAX_GPUS:,})")
     radix = values.get("radix")
-    if radix is not None and (radix % 2 or radix < 4):
+    if radix is not None and radix > MAX_RADIX:
+        problems.append(f"radix={radix} is more than any switch has (at most {MAX_RADIX})")
+    elif radix is not None and (radix % 2 or radix < 4):
         problems.append(
             f"radix={radix} must be even and at least 4 (ports split between downlinks and uplinks)"
         )
@@ -302,4 +336,9 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
         problems.append(
             f"nic_gbps={nic_gbps} does not divide port_gbps={port_gbps}: a switch port must carry a "
             f"whole number of NIC links (1 or a breakout of {port_gbps}G into equal lanes)"
+        )
+    elif nic_gbps is not None and port_gbps is not None and port_gbps // nic_gbps > MAX_BREAKOUT:
+        problems.append(
+            f"nic_gbps={nic_gbps} on port_gbps={port_gbps} is a breakout into "
+            f"{port_gbps // nic_gbps} lanes; at most {MAX_BREAKOUT} are supported"
         )
