@@ -137,14 +137,104 @@ class Routes:
         }
 
 
-def _pick(cands: np.ndarray, valid: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Per row, the (h mod n)-th valid candidate (n = valid candidates); -1 where none is valid."""
-    n = valid.sum(axis=1)
-    k = (h % np.maximum(n, 1).astype(np.uint64)).astype(np.int64)
-    cum = np.cumsum(valid, axis=1)
-    sel = np.argmax((cum > k[:, None]) & valid, axis=1)
-    out = cands[np.arange(cands.shape[0]), sel]
-    return np.where(n > 0, out, -1)
+def _choose(group_key: np.ndarray, candidates, hashes: np.ndarray) -> np.ndarray:
+    """ECMP choice: per sub-flow, the (hash mod n)-th of the n valid candidates of its group.
+
+    Sub-flows with the same ``group_key`` (switch and destination) share one candidate list, so the
+    candidate matrix is built once per group, not once per sub-flow. ``candidates(keys)`` returns
+    ``(link ids, valid)`` arrays of shape (groups, ports). Returns -1 where nothing is valid.
+    """
+    keys, inverse = np.unique(group_key, return_inverse=True)
+    cands, valid = candidates(keys)
+    count = valid.sum(axis=1)
+    valid_first = np.argsort(~valid, axis=1, kind="stable")
+    n = count[inverse]
+    k = (hashes % np.maximum(n, 1).astype(np.uint64)).astype(np.int64)
+    column = valid_first[inverse, k]
+    return np.where(n > 0, cands[inverse, column], -1)
+
+
+def _route_ecmp(fabric, tables, ud, live, src, dst, a, b, dist, qps, hash_seed, out):
+    """Fill ``out`` columns 1..4 with the hashed up-down path of every sub-flow."""
+    plan, links = fabric.plan, fabric.links
+    spine0, core0 = fabric.first(2), fabric.first(3)
+    sp, lp, p = plan.spines_per_pod, plan.leaves_per_pod, plan.leaf_spine_links
+    n = src.size
+    sport = udp_source_ports(np.arange(n // max(qps, 1)), qps)
+    with np.errstate(over="ignore"):  # the 5-tuple, folded into 64 bits
+        key = mix64(
+            mix64(src.astype(np.uint64)) ^ (dst.astype(np.uint64) * _U64(0xC2B2AE3D27D4EB4F))
+            ^ (sport * _U64(0x165667B19E3779F9)) ^ _U64(ROCE_UDP_PORT << 8 | 17)
+        )
+    salt = mix64(np.uint64(hash_seed) ^ _U64(0x9E3779B97F4A7C15))
+
+    def hashes(rows: np.ndarray, switch: np.ndarray) -> np.ndarray:
+        return mix64(key[rows] ^ mix64(switch.astype(np.uint64) + salt))
+
+    def alive(cands: np.ndarray) -> np.ndarray:
+        return (cands >= 0) & live[np.maximum(cands, 0)]
+
+    # 1. leaf up, to a spine position that reaches leaf b down (2) or joins the two pods (4)
+    rows = np.flatnonzero(dist >= 2)
+    col_pos = np.arange(plan.leaf_up_ports) // p  # spine position of each uplink column
+    col_word, col_bit = col_pos // 64, (col_pos % 64).astype(np.uint64)
+    L = np.int64(plan.leaves)
+
+    def leaf_candidates(keys):
+        ga, gb = keys // L, keys % L
+        mask = ud.leaf_bits[ga] & ud.leaf_bits[gb]
+        pa, pb = ud.leaf_pod[ga], ud.leaf_pod[gb]
+        mask = np.where((pa != pb)[:, None], mask & ud.pod_pair_bits[pa, pb], mask)
+        cands = tables.leaf_up[ga]
+        return cands, alive(cands) & (((mask[:, col_word] >> col_bit) & _U64(1)) == 1)
+
+    up1 = _choose(a[rows] * L + b[rows], leaf_candidates, hashes(rows, a[rows] + fabric.first(1)))
+    out[rows, 1] = 2 * up1
+    spine = links.hi[up1].astype(np.int64) - spine0
+
+    # 2. within a pod: the spine goes down to leaf b
+    turn = dist[rows] == 2
+    _spine_down(out, rows[turn], 2, spine[turn], b[rows[turn]], tables, alive, hashes, lp, spine0)
+
+    # 3. across pods: spine up to a core of its group that reaches spine (pod b, j), core down to it
+    far = rows[~turn]
+    if far.size:
+        s = spine[~turn]
+        target = ud.leaf_pod[b[far]] * sp + s % sp  # spine (pod b, same position)
+        S = np.int64(plan.spines)
+
+        def spine_candidates(keys):
+            gs, gt = keys // S, keys % S
+            cands = tables.spine_up[gs]
+            c_local = (links.hi[np.maximum(cands, 0)].astype(np.int64) - core0) % plan.cores_per_group
+            return cands, alive(cands) & (ud.spine_core[gt[:, None], c_local] > 0)
+
+        up2 = _choose(s * S + target, spine_candidates, hashes(far, s + spine0))
+        out[far, 2] = 2 * up2
+        core = links.hi[up2].astype(np.int64) - core0
+        P = np.int64(plan.pods)
+
+        def core_candidates(keys):
+            cands = tables.core_down[keys // P, keys % P]
+            return cands, alive(cands)
+
+        down1 = _choose(core * P + ud.leaf_pod[b[far]], core_candidates, hashes(far, core + core0))
+        out[far, 3] = 2 * down1 + 1
+        _spine_down(out, far, 4, target, b[far], tables, alive, hashes, lp, spine0)
+
+
+def _spine_down(out, rows, column, spine, leaf, tables, alive, hashes, lp, spine0):
+    """ECMP over the live parallel links from each sub-flow's spine down to its leaf."""
+    if rows.size == 0:
+        return
+    LP = np.int64(lp)
+
+    def candidates(keys):
+        cands = tables.spine_down[keys // LP, keys % LP]
+        return cands, alive(cands)
+
+    chosen = _choose(spine * LP + leaf % lp, candidates, hashes(rows, spine + spine0))
+    out[rows, column] = 2 * chosen + 1
 
 
 def route(
@@ -195,55 +285,7 @@ def route(
     capacity[0::2] = capacity[1::2] = np.where(live, links.gbps, 0)
 
     if mode == "ecmp":
-        sport = udp_source_ports(np.arange(n // max(qps, 1)), qps)
-        key = mix64(
-            (src.astype(np.uint64) << _U64(32)) ^ dst.astype(np.uint64) ^ (sport << _U64(20))
-            ^ _U64(ROCE_UDP_PORT * 131 + 17)
-        )
-        salt = mix64(np.uint64(hash_seed) ^ _U64(0x9E3779B97F4A7C15))
-
-        def h(switch: np.ndarray) -> np.ndarray:
-            return mix64(key[sel] ^ mix64(switch.astype(np.uint64) + salt))
-
-        # -- leaf up: to a spine that reaches b down (2) or, for 4, one whose position joins the pods
-        sel = np.flatnonzero(dist >= 2)
-        cands = tables.leaf_up[a[sel]]
-        pos = (links.hi[np.maximum(cands, 0)].astype(np.int64) - spine0) % sp
-        ok = (cands >= 0) & live[np.maximum(cands, 0)]
-        word, bit = pos // 64, (pos % 64).astype(np.uint64)
-        b_has = (ud.leaf_bits[b[sel][:, None], word] >> bit) & _U64(1)
-        pair = ud.pod_pair_bits[ud.leaf_pod[a[sel]][:, None], ud.leaf_pod[b[sel]][:, None], word]
-        via_core = dist[sel][:, None] == 4
-        ok &= (b_has == 1) & (~via_core | (((pair >> bit) & _U64(1)) == 1))
-        up1 = _pick(cands, ok, h(a[sel] + leaf0))
-        out[sel, 1] = 2 * up1
-        spine = links.hi[up1].astype(np.int64)  # spine the sub-flow went up to
-
-        # -- two-tier style turn at the spine: down to leaf b
-        turn = dist[sel] == 2
-        _down_to_leaf(out, sel[turn], 2, spine[turn], b[sel][turn], tables, live, lp, spine0, h_fn=None,
-                      key=key, salt=salt)
-        # -- via core: spine up to a core that reaches spine (pod b, j); core down; spine down
-        far = ~turn
-        if far.any():
-            s_sel = sel[far]
-            s = spine[far]
-            j = (s - spine0) % sp
-            target = ud.leaf_pod[b[s_sel]] * sp + j  # spine (pod b, j), numbered from 0
-            cands = tables.spine_up[s - spine0]
-            c_local = (links.hi[np.maximum(cands, 0)].astype(np.int64) - core0) % plan.cores_per_group
-            ok = (cands >= 0) & live[np.maximum(cands, 0)]
-            ok &= ud.spine_core[target[:, None], c_local] > 0
-            sel = s_sel
-            up2 = _pick(cands, ok, h(s))
-            out[s_sel, 2] = 2 * up2
-            core = links.hi[up2].astype(np.int64)
-            cands = tables.core_down[core - core0, ud.leaf_pod[b[s_sel]]]
-            ok = (cands >= 0) & live[np.maximum(cands, 0)]
-            down1 = _pick(cands, ok, h(core))
-            out[s_sel, 3] = 2 * down1 + 1
-            _down_to_leaf(out, s_sel, 4, target + spine0, b[s_sel], tables, live, lp, spine0,
-                          h_fn=None, key=key, salt=salt)
+        _route_ecmp(fabric, tables, ud, live, src, dst, a, b, dist, qps, hash_seed, out)
     else:
         capacity, pools = _adaptive(fabric, out, dist, a, b, tables, live, capacity, ud)
 

@@ -1,0 +1,281 @@
+"""Hop counts between GPUs: the distribution of links and switch hops, NIC to NIC.
+
+Two GPUs on different nodes talk through their NICs: GPU ``r`` of a node (its local rank) uses NIC
+``r * nics_per_node // gpus_per_node``. A message leaves the NIC, crosses one leaf (2 links), or a
+leaf, a spine and a leaf (4 links), or climbs to a core and back down (6 links); routing is
+up-down as in :mod:`topo.updown`, so the NIC-to-NIC links are the routed leaf-to-leaf distance
+plus 2 and a GPU whose NIC link is down reaches nobody. Switch hops are links minus 1. GPUs of one
+node use NVLink and are not counted.
+
+The counts are exact and never enumerate GPU pairs. Leaves with the same pod and the same live
+spines route alike, so they form one class; GPUs are counted per leaf and NIC index (``w``), pairs
+are counted per class pair with the class distance, pairs inside one leaf and inside one class are
+added in closed form, and pairs of GPUs of one node are subtracted per node. The work is
+O(classes^2 x nics_per_node + nodes x nics_per_node^2), in blocks of bounded memory; the intact
+fabric has one class per pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .fabric import Fabric
+from .faults import Faults, no_faults
+from .updown import UNREACHABLE, UpDown, updown
+
+#: Upper bound on the elements of one block of class pairs (or node NIC pairs) held at once.
+BLOCK_ELEMENTS = 1 << 21
+
+
+@dataclass(frozen=True)
+class HopRow:
+    """GPU pairs at one distance.
+
+    Attributes
+    ----------
+    links : int
+        Links traversed NIC to NIC: 2, 4 or 6.
+    switch_hops : int
+        Switches crossed: ``links - 1``.
+    pairs : int
+        Unordered GPU pairs (on different nodes) at this distance.
+    same_rail_pairs, cross_rail_pairs : int
+        Of those, pairs whose GPUs use the same NIC index, and pairs that do not.
+    """
+
+    links: int
+    switch_hops: int
+    pairs: int
+    same_rail_pairs: int
+    cross_rail_pairs: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "links": self.links,
+            "switch_hops": self.switch_hops,
+            "pairs": self.pairs,
+            "same_rail_pairs": self.same_rail_pairs,
+            "cross_rail_pairs": self.cross_rail_pairs,
+        }
+
+
+@dataclass(frozen=True)
+class HopCounts:
+    """Distribution of network distances over GPU pairs on different nodes.
+
+    Attributes
+    ----------
+    gpus : int
+        GPUs of the fabric.
+    pairs : int
+        Unordered GPU pairs on different nodes: reachable ones plus ``unreachable_pairs``.
+    distribution : tuple of HopRow
+        One row per distance the fabric's tiers allow (2 and 4 links; also 6 in three tiers),
+        in increasing order, rows with zero pairs included.
+    unreachable_pairs : int
+        Pairs with no up-down route (always 0 in an intact fabric).
+    unreachable_same_rail_pairs, unreachable_cross_rail_pairs : int
+        The unreachable pairs split like the rows.
+    diameter_links, diameter_switch_hops : int or None
+        Largest distance over reachable pairs; None when no pair is reachable.
+    mean_links, mean_switch_hops : float or None
+        Mean distance over reachable pairs; None when no pair is reachable.
+    """
+
+    gpus: int
+    pairs: int
+    distribution: tuple[HopRow, ...]
+    unreachable_pairs: int
+    unreachable_same_rail_pairs: int
+    unreachable_cross_rail_pairs: int
+    diameter_links: int | None
+    diameter_switch_hops: int | None
+    mean_links: float | None
+    mean_switch_hops: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (the keys are a stable interface)."""
+        return {
+            "gpus": self.gpus,
+            "pairs": self.pairs,
+            "diameter_links": self.diameter_links,
+            "diameter_switch_hops": self.diameter_switch_hops,
+            "mean_links": self.mean_links,
+            "mean_switch_hops": self.mean_switch_hops,
+            "unreachable_pairs": self.unreachable_pairs,
+            "unreachable_same_rail_pairs": self.unreachable_same_rail_pairs,
+            "unreachable_cross_rail_pairs": self.unreachable_cross_rail_pairs,
+            "distribution": [row.to_dict() for row in self.distribution],
+        }
+
+
+def gpus_per_nic(fabric: Fabric) -> np.ndarray:
+    """GPUs that use each NIC index of a node: GPU ``r`` uses NIC ``r * nics // gpus``.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> gpus_per_nic(build_fabric(load_spec({"gpus": 64, "nics_per_node": 4}))).tolist()
+    [2, 2, 2, 2]
+    >>> gpus_per_nic(build_fabric(load_spec({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 8}))).tolist()
+    [1, 0, 1, 0, 1, 0, 1, 0]
+    """
+    gpus, nics = fabric.spec.gpus_per_node, fabric.spec.nics_per_node
+    return np.bincount(np.arange(gpus) * nics // gpus, minlength=nics).astype(np.int64)
+
+
+def nic_table(fabric: Fabric, faults: Faults) -> tuple[np.ndarray, np.ndarray]:
+    """Leaf number (from 0) and live flag of every NIC, as two (nodes, nics_per_node) arrays."""
+    links = fabric.links
+    rows = np.flatnonzero(links.kind == 0)
+    shape = (fabric.plan.nodes, fabric.spec.nics_per_node)
+    leaf = np.zeros(shape, dtype=np.int64)
+    live = np.zeros(shape, dtype=bool)
+    node, nic = links.lo[rows].astype(np.int64), links.lo_port[rows].astype(np.int64)
+    leaf[node, nic] = links.hi[rows] - fabric.first(1)
+    live[node, nic] = faults.live[rows]
+    return leaf, live
+
+
+def _pairs(n: np.ndarray | int) -> np.ndarray | int:
+    """Unordered pairs among ``n`` items."""
+    return n * (n - 1) // 2
+
+
+def _leaf_classes(ud: UpDown) -> tuple[np.ndarray, np.ndarray]:
+    """(class of each leaf, a representative leaf of each class): same pod and same live spines."""
+    key = np.concatenate([ud.leaf_pod[:, None].astype(np.uint64), ud.leaf_bits], axis=1)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    return inverse.reshape(-1), first
+
+
+def hop_counts(fabric: Fabric, faults: Faults | None = None) -> HopCounts:
+    """Count GPU pairs on different nodes by links and switch hops, NIC to NIC.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    faults : Faults, optional
+        Links that are down (default: none). Routing is up-down (:mod:`topo.updown`).
+
+    Returns
+    -------
+    HopCounts
+
+    Notes
+    -----
+    Exact. With ``w[l, i]`` the GPUs on live NICs of index ``i`` on leaf ``l`` and ``W[l]`` their
+    sum, leaves grouped in classes ``c`` (same pod, same live spines) with sums ``w[c, i]``,
+    ``W[c]``, the pairs between classes ``c < c'`` at class distance ``D(c, c')`` are
+    ``W[c] W[c']``, of which ``sum_i w[c, i] w[c', i]`` are same-rail; pairs of two different
+    leaves of one class are ``(W[c]^2 - sum_l W[l]^2) / 2`` at distance 2 (or unreachable when the
+    class has no live spine); pairs inside one leaf are ``(W[l]^2 - W[l]) / 2`` at distance 0. The
+    pairs of GPUs of one node, counted in those sums, are then subtracted per node and NIC pair.
+    Cost O(classes^2 x nics_per_node + nodes x nics_per_node^2).
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> hops = hop_counts(build_fabric(load_spec({"gpus": 1024})))
+    >>> [(row.links, row.same_rail_pairs, row.cross_rail_pairs) for row in hops.distribution]
+    [(2, 15872, 0), (4, 49152, 455168)]
+    >>> hops.pairs, hops.diameter_links, hops.diameter_switch_hops, round(hops.mean_links, 4)
+    (520192, 4, 3, 3.939)
+    """
+    faults = faults or no_faults(fabric)
+    plan, spec = fabric.plan, fabric.spec
+    ud = updown(fabric, faults)
+    nics, gpus = spec.nics_per_node, spec.gpus_per_node
+    per_nic = gpus_per_nic(fabric)
+    nic_leaf, nic_live = nic_table(fabric, faults)
+
+    # GPUs on live NICs, per leaf and NIC index
+    w = np.zeros((plan.leaves, nics), dtype=np.int64)
+    np.add.at(w, (nic_leaf, np.broadcast_to(np.arange(nics), nic_leaf.shape)), per_nic * nic_live)
+    leaf_class, reps = _leaf_classes(ud)
+    classes = reps.size
+    wc = np.zeros((classes, nics), dtype=np.int64)
+    np.add.at(wc, leaf_class, w)
+    big_w = w.sum(axis=1)
+    big_wc = wc.sum(axis=1)
+
+    # [total, same-rail] pairs per leaf distance 0, 2, 4 and UNREACHABLE (index 3)
+    counts = np.zeros((4, 2), dtype=np.int64)
+    slot = {0: 0, 2: 1, 4: 2, UNREACHABLE: 3}
+
+    # inside one leaf: distance 0
+    counts[0] += [int(_pairs(big_w).sum()), int(_pairs(w).sum())]
+
+    # two different leaves of one class: 2 links when the class has a live spine
+    class_has_spine = (ud.leaf_bits[reps] != 0).any(axis=1)
+    leaf_sq = np.zeros((classes, 2), dtype=np.int64)
+    np.add.at(leaf_sq, leaf_class, np.stack([big_w**2, (w**2).sum(axis=1)], axis=1))
+    within_total = (big_wc**2 - leaf_sq[:, 0]) // 2
+    within_same = ((wc**2).sum(axis=1) - leaf_sq[:, 1]) // 2
+    for has, where in ((True, 1), (False, 3)):
+        pick = class_has_spine == has
+        counts[where] += [int(within_total[pick].sum()), int(within_same[pick].sum())]
+
+    # two leaves of different classes, in blocks of class rows (each unordered pair once: c < c')
+    rows_per_block = max(1, BLOCK_ELEMENTS // max(classes, 1))
+    for start in range(0, classes, rows_per_block):
+        stop = min(classes, start + rows_per_block)
+        a = np.arange(start, stop)
+        dist = ud.leaf_distance(reps[a][:, None], reps[None, :])
+        upper = a[:, None] < np.arange(classes)[None, :]
+        total = big_wc[a][:, None] * big_wc[None, :]
+        same = wc[a] @ wc.T
+        for value in (2, 4, UNREACHABLE):
+            mask = upper & (dist == value)
+            counts[slot[value]] += [int(total[mask].sum()), int(same[mask].sum())]
+
+    # subtract the pairs of GPUs of one node (they use NVLink): per node and pair of NIC indices
+    i, j = np.triu_indices(nics)
+    weight = np.where(i == j, _pairs(per_nic[i]), per_nic[i] * per_nic[j])
+    keep = weight > 0
+    i, j, weight = i[keep], j[keep], weight[keep]
+    nodes_per_block = max(1, BLOCK_ELEMENTS // max(i.size, 1))
+    for start in range(0, plan.nodes, nodes_per_block):
+        leaf, live = nic_leaf[start:start + nodes_per_block], nic_live[start:start + nodes_per_block]
+        dist = ud.leaf_distance(leaf[:, i], leaf[:, j])
+        both = live[:, i] & live[:, j]
+        for value, where in slot.items():
+            mask = both & (dist == value)
+            total = int((mask * weight).sum())
+            same = int((mask * np.where(i == j, weight, 0)).sum())
+            counts[where] -= [total, same]
+
+    # all pairs on different nodes, and the same-rail ones, whatever the faults
+    gpus_total = plan.nodes * gpus
+    pairs = _pairs(gpus_total) - plan.nodes * _pairs(gpus)
+    same_all = int((_pairs(plan.nodes * per_nic) - plan.nodes * _pairs(per_nic)).sum())
+
+    rows = []
+    for links in range(2, 2 * plan.tiers + 1, 2):
+        total, same = (int(x) for x in counts[slot[links - 2]])
+        rows.append(HopRow(links, links - 1, total, same, total - same))
+    reachable = sum(row.pairs for row in rows)
+    reachable_same = sum(row.same_rail_pairs for row in rows)
+    unreachable = pairs - reachable
+    unreachable_same = same_all - reachable_same
+    # consistency of the two ways of counting (pairs on dead NICs are in neither leaf count)
+    assert unreachable >= int(counts[3, 0]) and unreachable_same >= int(counts[3, 1])
+    assert all(row.pairs >= row.same_rail_pairs >= 0 for row in rows)
+
+    present = [row for row in rows if row.pairs]
+    if present:
+        diameter = present[-1].links
+        mean = sum(row.links * row.pairs for row in rows) / reachable
+        diameter_hops, mean_hops = diameter - 1, mean - 1
+    else:
+        diameter = diameter_hops = mean = mean_hops = None
+    return HopCounts(
+        gpus=gpus_total, pairs=pairs, distribution=tuple(rows), unreachable_pairs=unreachable,
+        unreachable_same_rail_pairs=unreachable_same,
+        unreachable_cross_rail_pairs=unreachable - unreachable_same,
+        diameter_links=diameter, diameter_switch_hops=diameter_hops, mean_links=mean,
+        mean_switch_hops=mean_hops,
+    )
