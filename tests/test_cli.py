@@ -36,7 +36,8 @@ def test_build_defaults_writes_the_design_folder(tmp_path):
     out = tmp_path / "d"
     result = run("build", "--gpus", 1024, "-o", out)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["README.md", "design.json", "spec.yaml", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "README.md", "analysis.json", "design.json", "spec.yaml", "summary.json"]
     assert "leaf" in result.stdout and "1,024" in result.stdout
     assert "topo: building 1,024 GPUs" in result.stderr
     design = json.loads((out / "design.json").read_text())
@@ -80,7 +81,7 @@ def test_flags_override_the_spec_file(tmp_path):
 def test_spec_yaml_rebuilds_the_same_design(tmp_path):
     run("build", "--gpus", 768, "--oversubscription", "3:1", "-o", tmp_path / "a", "-q")
     run("build", "-f", tmp_path / "a" / "spec.yaml", "-o", tmp_path / "b", "-q")
-    for name in ("design.json", "summary.json", "spec.yaml", "README.md"):
+    for name in ("design.json", "summary.json", "spec.yaml", "README.md", "analysis.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 

@@ -18,8 +18,9 @@ import click
 import yaml
 
 from . import __version__
+from .analyze import DEFAULT_SIZES, Analysis, AnalysisOptions, analyze
 from .catalog import switch_catalog
-from .errors import TopoError
+from .errors import AnalysisError, TopoError
 from .fabric import build_fabric
 from .render import render_build
 from .sizing import plan_fabric
@@ -120,6 +121,96 @@ def spec_from_cli(spec_file: Path | None, fields: dict[str, Any]) -> FabricSpec:
     return load_spec(data, fields)
 
 
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20,
+          "G": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TIB": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"1M"``, ``"1MiB"``, ``"8G"`` or ``"4096"`` -> bytes (binary units).
+
+    >>> parse_size("8GiB"), parse_size("1m"), parse_size("4096")
+    (8589934592, 1048576, 4096)
+    """
+    body = text.strip().upper()
+    number = body.rstrip("BKMGTI")
+    unit = body[len(number):]
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(text) from None
+    if unit not in _UNITS or value <= 0:
+        raise ValueError(text)
+    return int(value * _UNITS[unit])
+
+
+def format_size(size: int) -> str:
+    """Bytes as the largest whole binary unit: ``8 GiB``, ``256 MiB``, ``1.5 KiB``."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} B"
+
+
+class SizeList(click.ParamType):
+    name = "SIZES"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            return tuple(parse_size(part) for part in str(value).split(",") if part.strip())
+        except ValueError as exc:
+            self.fail(f"{exc.args[0]!r} is not a size such as 1M, 256MiB, 8G or 4096", param, ctx)
+
+
+ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
+    ("job_gpus", "--job-gpus", {"type": click.INT, "help": "GPUs of the job that all-reduces [all]."}),
+    ("order", "--order", {"type": click.Choice(["topology", "random"]), "default": "topology", "show_default": True,
+                          "help": "Rank order: keep scalable units and leaves together, or shuffled."}),
+    ("seed", "--seed", {"type": click.INT, "default": 0, "show_default": True,
+                        "help": "Seed of --order random, --fail-random and random bisection splits."}),
+    ("algo", "--algo", {"type": click.Choice(["ring", "tree"]), "default": "ring", "show_default": True,
+                        "help": "All-reduce algorithm: ring, or NCCL's double binary tree."}),
+    ("routing", "--routing", {"type": click.Choice(["ecmp", "adaptive"]), "default": "ecmp", "show_default": True,
+                              "help": "ECMP hashing per queue pair, or adaptive routing (ideal spraying)."}),
+    ("qps", "--qps", {"type": click.INT, "default": 1, "show_default": True,
+                      "help": "Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION)."}),
+    ("hash_seed", "--hash-seed", {"type": click.INT, "default": 0, "show_default": True,
+                                  "help": "Seed of the switches' ECMP hash."}),
+    ("cc", "--cc", {"type": click.Choice(["ecn", "pfc"]), "default": "ecn", "show_default": True,
+                    "help": "Congestion control: ECN/DCQCN (max-min fair) or PFC alone (pause spreading)."}),
+    ("link_efficiency", "--link-efficiency", {"type": click.FLOAT, "default": 0.94, "show_default": True,
+                                              "help": "Usable fraction of every link (47 of 50 GB/s on NDR)."}),
+    ("switch_latency_ns", "--switch-latency-ns", {"type": click.FLOAT, "default": 300.0, "show_default": True,
+                                                  "help": "Latency per switch hop."}),
+    ("step_latency_us", "--step-latency-us", {"type": click.FLOAT, "default": 2.0, "show_default": True,
+                                              "help": "Fixed NIC and software latency per collective step."}),
+    ("sizes", "--sizes", {"type": SizeList(), "default": None,
+                          "help": "Message sizes, comma-separated [1M to 8G in steps of 4x, and 8G]."}),
+    ("fail", "--fail", {"multiple": True, "metavar": "NAME[:PORT]",
+                        "help": "Fail a switch, a server, or the link on one port (repeatable)."}),
+    ("fail_random", "--fail-random", {"type": click.FLOAT, "default": 0.0, "metavar": "FRACTION",
+                                      "help": "Fail this fraction of switch-to-switch links at random (--seed)."}),
+    ("random_splits", "--random-splits", {"type": click.INT, "default": 4, "show_default": True,
+                                          "help": "Random balanced splits that max-flow checks for bisection."}),
+]
+
+
+def analysis_options(func: Callable) -> Callable:
+    """One flag per field of AnalysisOptions."""
+    for field, flag, kwargs in reversed(ANALYSIS_FLAGS):
+        func = click.option(flag, field, **kwargs)(func)
+    return func
+
+
+def options_from_cli(fields: dict[str, Any]) -> AnalysisOptions:
+    values = {name: fields.pop(name) for name, _, _ in ANALYSIS_FLAGS}
+    values["fail"] = tuple(values["fail"])
+    if values["sizes"] is None:
+        values["sizes"] = DEFAULT_SIZES
+    return AnalysisOptions(**values)
+
+
 def emit(data: dict[str, Any], fmt: str, table: Callable[[], str]) -> None:
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
@@ -177,6 +268,94 @@ def summary_table(summary: Summary) -> str:
     return "\n".join(head) + "\n" + format_table(headers, rows)
 
 
+def headline(analysis: Analysis) -> dict[str, Any]:
+    """The figures a build summary shows."""
+    last = analysis.allreduce.rows[-1]
+    return {
+        "bisection_gbps": analysis.bisection.gbps,
+        "bisection_maxflow_gbps": analysis.bisection.maxflow_gbps,
+        "diameter_links": analysis.hops.diameter_links,
+        "allreduce_size_bytes": last["size_bytes"],
+        "allreduce_busbw_GBps": last["busbw_GBps"],
+    }
+
+
+def headline_lines(analysis: Analysis) -> list[str]:
+    h = headline(analysis)
+    o = analysis.options
+    agree = "max-flow agrees" if analysis.bisection.agrees else f"max-flow {h['bisection_maxflow_gbps']:,}"
+    hops = analysis.hops
+    return [
+        f"bisection: {h['bisection_gbps']:,} Gb/s ({agree}); diameter: {hops.diameter_links} links "
+        f"({hops.diameter_switch_hops} switch hops)",
+        f"all-reduce busbw: {h['allreduce_busbw_GBps']:,.1f} GB/s at {format_size(h['allreduce_size_bytes'])} "
+        f"({o.algo}, {o.routing}, {o.qps} QP, {o.cc}, {o.order} order)",
+    ]
+
+
+def analysis_table(analysis: Analysis) -> str:
+    """The analysis for people: hops, bisection, ECMP width, all-reduce, faults."""
+    a, o, f = analysis, analysis.options, analysis.fabric
+    d = a.allreduce.details
+    lines = [f"{f.spec.name}: {f.spec.gpus:,} GPUs, {f.plan.tiers} tiers, {f.plan.placement} placement"]
+    if a.faults.any or o.fail:
+        lines.append(f"faults: {a.faults.links_down:,} links down"
+                     + (f" ({', '.join(o.fail)})" if o.fail else "")
+                     + (f", {o.fail_random:g} of switch links at random (seed {o.seed})" if o.fail_random else ""))
+    for note in a.notes():
+        lines.append(f"NOTE: {note}")
+    h = a.hops
+    lines += ["", f"hops between GPUs on different nodes (NIC to NIC): diameter {h.diameter_links} links "
+              f"({h.diameter_switch_hops} switch hops), mean {h.mean_links:.3f} links" if h.mean_links is not None
+              else "hops: no pair of GPUs is reachable"]
+    rows = [[r.links, r.switch_hops, r.pairs, r.same_rail_pairs, r.cross_rail_pairs] for r in h.distribution]
+    if h.unreachable_pairs:
+        rows.append(["unreachable", None, h.unreachable_pairs, h.unreachable_same_rail_pairs,
+                     h.unreachable_cross_rail_pairs])
+    lines.append(format_table(["links", "switch hops", "GPU pairs", "same rail", "cross rail"], rows))
+    b = a.bisection
+    lines += ["", f"bisection: {b.gbps:,} Gb/s analytic; max-flow {b.maxflow_gbps:,} Gb/s, the least of "
+              f"{len(b.splits)} splits" + (" (agrees)" if b.agrees else "")]
+    lines.append(format_table(["split", "max-flow Gb/s"], [[s.name, s.gbps] for s in b.splits]))
+    e = a.ecmp.to_dict()
+    ecmp = [f"ECMP width: same pod {e['same_pod']['switch_paths']['min']:g} switch paths "
+            f"({e['same_pod']['link_paths']['min']:g} link paths)"]
+    if e.get("cross_pod"):
+        ecmp.append(f"across pods {e['cross_pod']['switch_paths']['min']:g} "
+                    f"({e['cross_pod']['link_paths']['min']:g})")
+    lines += ["", "; ".join(ecmp) + (" (least over pairs)" if a.faults.any else "")]
+    lines += ["", f"same-rank all-reduce: {d['job_gpus']:,} GPUs on {d['nodes']:,} nodes, {o.algo}, {o.order} "
+              f"order, {o.routing}, {o.qps} QP per connection, {o.cc}",
+              f"  connections: {d['connections']:,}; leaving a leaf: {d['connections_leaving_leaf']:,}; "
+              f"leaving a pod: {d['connections_leaving_pod']:,}",
+              f"  slowest connection {d['slowest_connection_gbps']:,.1f} Gb/s of {d['nic_rate_gbps']:,.1f} usable "
+              f"NIC rate; mean {d['mean_connection_gbps']:,.1f}; below NIC rate: {d['connections_below_nic_rate']:,}",
+              f"  busbw limit (large messages): {d['busbw_limit_GBps']:,.1f} GB/s"]
+    lines.append(format_table(
+        ["size", "time (ms)", "algbw GB/s", "busbw GB/s"],
+        [[format_size(r["size_bytes"]), None if r["time_s"] is None else round(r["time_s"] * 1e3, 3),
+          r["algbw_GBps"], r["busbw_GBps"]] for r in a.allreduce.rows]))
+    bott = d["bottlenecks"]
+    kinds = ", ".join(f"{k} {v:,}" for k, v in bott["saturated_by_kind"].items()) or "none"
+    lines += ["", f"bottlenecks of the {bott['slowest_connections']:,} slowest connections: saturated {kinds}"]
+    for entry in bott["top"]:
+        lines.append(f"  {entry['resource']} ({entry['kind']}): {entry['subflows']} queue pairs, "
+                     f"{entry['utilisation']:.0%}")
+    u = d["link_utilisation"]
+    if u.get("resources"):
+        lines.append(f"switch-link utilisation over {u['resources']:,} busy resources: p50 {u['p50']:.0%}, "
+                     f"p90 {u['p90']:.0%}, p99 {u['p99']:.0%}, max {u['max']:.0%}")
+    if analysis.baseline is not None:
+        c = analysis.change()
+        lines += ["", "change from the intact fabric:"]
+        lines.append(format_table(["metric", "intact", "with faults", "change %"], [
+            [name, v["intact"] if not isinstance(v["intact"], float) else round(v["intact"], 3),
+             v["with_faults"] if not isinstance(v["with_faults"], float) else round(v["with_faults"], 3),
+             v.get("change_pct")]
+            for name, v in c.items()]))
+    return "\n".join(lines)
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
@@ -200,10 +379,11 @@ def main() -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Output folder [./NAME-GPUSgpus].")
 @click.option("--force", is_flag=True, help="Replace an existing non-empty output folder.")
+@click.option("--no-analysis", is_flag=True, help="Skip the analysis (analysis.json and the headline figures).")
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def build(spec_file: Path | None, output: Path | None, force: bool, fmt: str, quiet: bool,
-          **fields: Any) -> None:
+def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis: bool, fmt: str,
+          quiet: bool, **fields: Any) -> None:
     """Size and build a fabric, write the design folder and print its summary.
 
     \b
@@ -222,11 +402,58 @@ def build(spec_file: Path | None, output: Path | None, force: bool, fmt: str, qu
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         summary = summarize(fabric)
+        analysis = None
+        if not no_analysis:
+            with progress.stage("analysing"):
+                analysis = analyze(fabric)
         with progress.stage("rendering"):
-            files = render_build(fabric, summary)
+            files = render_build(fabric, summary, analysis)
         with progress.stage(f"writing {out}/"):
             write_tree(out, files, force=force)
-    emit(summary.to_dict(), fmt, lambda: summary_table(summary))
+    data = summary.to_dict()
+    if analysis is not None:
+        data["analysis"] = headline(analysis)
+    lines = headline_lines(analysis) if analysis is not None else []
+    emit(data, fmt, lambda: "\n".join([summary_table(summary), "", *lines]).rstrip())
+
+
+@main.command(name="analyze")
+@click.argument("design", required=False, type=click.Path(file_okay=False, path_type=Path))
+@spec_options
+@analysis_options
+@format_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet: bool, **fields: Any) -> None:
+    """Hops, bisection bandwidth, ECMP width and the same-rank all-reduce of a fabric.
+
+    DESIGN is a folder written by 'topo build' (its spec.yaml is read and the fabric rebuilt, flags
+    override it); without it, the spec comes from -f and the spec flags, as for 'topo build'.
+
+    \b
+    Examples:
+      topo analyze --gpus 1024
+      topo analyze cluster-1024gpus --order random --qps 4
+      topo analyze --gpus 768 --oversubscription 3 --order random --cc pfc
+      topo analyze --gpus 4096 --fail cluster-spine-p00-03 --fail cluster-leaf-su00-r0:33
+      topo analyze --gpus 16384 --fail-random 0.02 --seed 7 --format json
+    """
+    progress = Progress(quiet)
+    with user_errors():
+        options = options_from_cli(fields)
+        if design is not None:
+            if spec_file is not None:
+                raise click.UsageError("give a design folder or -f SPEC, not both")
+            spec_file = design / "spec.yaml"
+            if not spec_file.is_file():
+                raise AnalysisError([f"{design} is not a design folder written by topo build: no spec.yaml"])
+        spec = spec_from_cli(spec_file, fields)
+        options.check()
+        plan_fabric(spec)
+        with progress.stage(f"building {spec.gpus:,} GPUs"):
+            fabric = build_fabric(spec)
+        with progress.stage("analysing"):
+            result = analyze(fabric, options)
+    emit(result.to_dict(), fmt, lambda: analysis_table(result))
 
 
 @main.command()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import jinja2
 import yaml
@@ -18,6 +18,9 @@ import yaml
 from . import __version__
 from .fabric import LINK_KINDS, ROLES, Fabric
 from .summary import Summary
+
+if TYPE_CHECKING:
+    from .analyze import Analysis
 
 
 def packaged_template_dir() -> Path:
@@ -91,8 +94,9 @@ def design_json(fabric: Fabric) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_build(fabric: Fabric, summary: Summary, user_dirs: Iterable[str | Path] = ()) -> dict[str, str]:
-    """Every file of a build folder, by relative path."""
+def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
+                 user_dirs: Iterable[str | Path] = ()) -> dict[str, str]:
+    """Every file of a build folder, by relative path (``analysis.json`` when an analysis is given)."""
     env = template_environment(user_dirs)
     context = {
         "version": __version__,
@@ -100,10 +104,14 @@ def render_build(fabric: Fabric, summary: Summary, user_dirs: Iterable[str | Pat
         "plan": fabric.plan.to_dict(),
         "summary": summary.to_dict(),
         "roles": ROLES,
+        "analysis": analysis.to_dict() if analysis is not None else None,
     }
-    return {
+    files = {
         "spec.yaml": yaml.safe_dump(fabric.spec.to_dict(), sort_keys=False),
         "design.json": design_json(fabric),
         "summary.json": dump_json(summary.to_dict()),
         "README.md": env.get_template("summary.md.j2").render(context),
     }
+    if analysis is not None:
+        files["analysis.json"] = dump_json(context["analysis"])
+    return files
