@@ -25,7 +25,7 @@ def test_version():
     assert result.exit_code == 0 and result.stdout.strip() == f"topo {__version__}"
 
 
-@pytest.mark.parametrize("command", [[], ["build"], ["switches"]])
+@pytest.mark.parametrize("command", [[], ["build"], ["analyze"], ["switches"]])
 def test_every_command_help_shows_an_example(command):
     result = run(*command, "--help")
     assert result.exit_code == 0
@@ -178,3 +178,81 @@ def test_error_golden(case, tmp_path, monkeypatch):
     assert "Traceback" not in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == (["spec.yaml"] if spec_text else [])
     assert result.stdout == ""
+
+
+# --- topo analyze ---------------------------------------------------------------------------------
+
+
+def test_analyze_json_has_the_documented_keys():
+    result = run("analyze", "--gpus", 1024, "--format", "json", "-q")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["hops"]["diameter_links"] == 4
+    assert data["bisection"]["gbps"] == 204800 and data["bisection"]["maxflow_gbps"] == 204800
+    sizes = [row["size_bytes"] for row in data["allreduce"]]
+    assert sizes[0] == 1 << 20 and sizes[-1] == 8 << 30
+    assert all(sizes[i + 1] == 4 * sizes[i] for i in range(len(sizes) - 2))
+    assert set(data["allreduce"][0]) == {"size_bytes", "time_s", "algbw_GBps", "busbw_GBps"}
+    detail = data["allreduce_detail"]
+    assert {"bottlenecks", "link_utilisation", "connections_leaving_leaf"} <= set(detail)
+
+
+def test_analyze_a_design_folder_equals_analyzing_its_spec(tmp_path):
+    run("build", "--gpus", 768, "--oversubscription", 3, "-o", tmp_path / "d", "-q", "--no-analysis")
+    assert not (tmp_path / "d" / "analysis.json").exists()
+    a = run("analyze", tmp_path / "d", "--order", "random", "--format", "json", "-q")
+    b = run("analyze", "--gpus", 768, "--oversubscription", 3, "--order", "random", "--format", "json", "-q")
+    assert a.exit_code == 0 and a.stdout == b.stdout
+    assert json.loads(a.stdout)["bisection"]["gbps"] == 51200
+
+
+def test_build_writes_the_same_analysis_as_analyze(tmp_path):
+    run("build", "--gpus", 256, "-o", tmp_path / "d", "-q")
+    written = json.loads((tmp_path / "d" / "analysis.json").read_text())
+    printed = json.loads(run("analyze", "--gpus", 256, "--format", "json", "-q").stdout)
+    assert written == printed
+
+
+def test_analyze_table_and_faults_report_the_change():
+    result = run("analyze", "--gpus", 4096, "--fail", "cluster-spine-p00-03", "--sizes", "1G", "-q")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "faults: 64 links down (cluster-spine-p00-03)" in out
+    assert "change from the intact fabric:" in out and "bisection_maxflow_gbps" in out
+    assert "1 GiB" in out
+
+
+def test_a_cut_fabric_is_said_plainly():
+    spines = [f"cluster-spine-{j:02d}" for j in range(8)]
+    args = [x for s in spines for x in ("--fail", s)]
+    result = run("analyze", "--gpus", 512, *args, "--format", "json", "-q")
+    data = json.loads(result.stdout)
+    assert any(note.startswith("the fabric is cut") for note in data["notes"])
+    assert any(note.startswith("the all-reduce cannot complete") for note in data["notes"])
+    assert data["bisection"]["maxflow_gbps"] == 0
+    assert data["allreduce"][-1]["time_s"] is None and data["allreduce"][-1]["busbw_GBps"] == 0
+
+
+ANALYZE_ERRORS = {
+    "unknown-fail-name": ["--gpus", "1024", "--fail", "cluster-spine-3"],
+    "fail-port-not-used": ["--gpus", "1024", "--fail", "cluster-leaf-su00-r0:65"],
+    "job-not-whole-nodes": ["--gpus", "1024", "--job-gpus", "12"],
+    "bad-size": ["--gpus", "1024", "--sizes", "1M,lots"],
+    "qps-zero": ["--gpus", "1024", "--qps", "0"],
+    "fail-random-out-of-range": ["--gpus", "1024", "--fail-random", "1.5"],
+    "not-a-design-folder": ["nowhere"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(ANALYZE_ERRORS))
+def test_analyze_error_golden(case, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nowhere").mkdir()
+    args = [*ANALYZE_ERRORS[case], "-q"]
+    result = run("analyze", *args)
+    record = f"$ topo analyze {' '.join(args)}\nexit {result.exit_code}\n{result.stderr}"
+    golden = GOLDEN / "errors" / f"analyze-{case}.txt"
+    if REGEN:
+        golden.write_text(record)
+    assert record == golden.read_text(), f"regenerate with TOPO_REGEN_GOLDEN=1 if intended:\n{record}"
+    assert result.exit_code in (1, 2) and result.stdout == "" and "Traceback" not in result.output
