@@ -23,13 +23,13 @@ class TopoError(Exception):
         return [self.message]
 
 
-class SpecError(TopoError):
-    """A fabric spec that cannot be built. Holds every problem found, each naming the field.
+class ProblemsError(TopoError):
+    """An error made of several problems, one line each, all reported at once.
 
     Parameters
     ----------
     problems : sequence of str
-        One line per problem, e.g. ``"gpus=1000 is not a multiple of gpus_per_node=8"``.
+        One line per problem, each naming the field or option and the numbers.
     """
 
     def __init__(self, problems: Sequence[str]) -> None:
@@ -39,6 +39,10 @@ class SpecError(TopoError):
     @property
     def lines(self) -> list[str]:
         return list(self.problems)
+
+
+class SpecError(ProblemsError):
+    """A fabric spec that cannot be built, e.g. ``"gpus=1020 is not a multiple of gpus_per_node=8"``."""
 
 
 class OutputError(TopoError):
@@ -56,19 +60,5 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{matches[0]}'?)" if matches else ""
 
 
-class AnalysisError(TopoError):
-    """Analysis options that do not fit the fabric (unknown names to fail, a job too large, ...).
-
-    Parameters
-    ----------
-    problems : sequence of str
-        One line per problem.
-    """
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-    @property
-    def lines(self) -> list[str]:
-        return list(self.problems)
+class AnalysisError(ProblemsError):
+    """Analysis options that do not fit the fabric (unknown names to fail, a job too large, ...)."""
