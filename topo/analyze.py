@@ -158,7 +158,7 @@ class Analysis:
         def pair(before: Any, after: Any) -> dict[str, Any]:
             entry = {"intact": before, "with_faults": after}
             if isinstance(before, (int, float)) and isinstance(after, (int, float)) and before:
-                entry["change_pct"] = round(100.0 * (after - before) / before, 2)
+                entry["change_pct"] = round(100.0 * (after - before) / before, 2) + 0.0  # no -0.0
             return entry
 
         big = self.allreduce.rows[-1]
@@ -207,7 +207,7 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None)
     max_switch_hops = int(hops.max()) - 1 if hops.max() > 0 else 0
     rows = []
     for size in options.sizes:
-        t = collective_time(conns, size, slowest, spec.gpus_per_node, max_switch_hops,
+        t = collective_time(conns, size, slowest, max_switch_hops,
                             options.step_latency_us * 1e-6, options.switch_latency_ns * 1e-9)
         algbw = size / t / 1e9 if np.isfinite(t) else 0.0
         rows.append({
@@ -234,8 +234,9 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None)
         "nic_rate_gbps": round(nic_line, 3),
         "slowest_connection_gbps": round(slowest, 3),
         "mean_connection_gbps": round(float(connection_gbps.mean()), 3),
-        "connections_below_nic_rate": int((connection_gbps < nic_line * (1 - 1e-9)).sum()),
-        "busbw_limit_GBps": round(bus_bandwidth(_algbw_limit(conns, slowest, spec.gpus_per_node), job_gpus), 3),
+        "connections_below_nic_rate": (int((connection_gbps < nic_line * (1 - 1e-9)).sum())
+                                       if options.algo == "ring" else None),
+        "busbw_limit_GBps": round(bus_bandwidth(_algbw_limit(conns, slowest), job_gpus), 3),
         "max_switch_hops": max_switch_hops,
         "bottlenecks": _bottlenecks(fabric, routes, rates, connection_gbps, q),
         "link_utilisation": _distribution(_fabric_utilisation(routes, rates, fabric)),
@@ -244,15 +245,15 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None)
                      tuple(rows), details)
 
 
-def _algbw_limit(conns: Connections, slowest_gbps: float, gpus_per_node: int) -> float:
+def _algbw_limit(conns: Connections, slowest_gbps: float) -> float:
     """algbw in GB/s as the message grows without bound (no latency term)."""
     if slowest_gbps <= 0:
         return 0.0
     rate = slowest_gbps / 8  # GB/s
     n = conns.nodes
     if conns.algorithm == "ring":
-        return rate * gpus_per_node * n / (2 * (n - 1))
-    return rate * 2 * gpus_per_node
+        return rate * conns.channels * n / (2 * (n - 1))
+    return rate * 2 * conns.channels
 
 
 def _fabric_utilisation(routes: Routes, rates: Rates, fabric: Fabric) -> np.ndarray:

@@ -1,19 +1,21 @@
 """Same-rank (rail) all-reduce: the job's rank order, its rings or trees, and their time.
 
 A job of ``n`` nodes all-reduces ``S`` bytes over its ``n * gpus_per_node`` GPUs. Inside a node
-the data is split over the local ranks (NCCL's channels), so GPU ``r`` of every node joins one
-collective over the ``n`` nodes with ``S / gpus_per_node`` bytes, on its NIC's rail; all local
-ranks run at once. NVLink inside a node is taken not to be the bottleneck.
+the data is split over channels (NCCL's channels): one per local rank, so GPU ``r`` of every node
+joins one collective over the ``n`` nodes with ``S / gpus_per_node`` bytes on its NIC's rail; when
+a node has more NICs than GPUs, one channel per NIC, so every NIC carries its share. All channels
+run at once. NVLink inside a node is taken not to be the bottleneck. Below, ``C`` is the number of
+channels (``max(gpus_per_node, nics_per_node)``).
 
 ``ring``
     the nodes in rank order form a ring; each ring edge is a connection from a NIC to the same-rank
-    NIC of the next node. All-reduce takes ``2(n-1)`` steps of ``S / (gpus_per_node * n)`` bytes;
+    NIC of the next node. All-reduce takes ``2(n-1)`` steps of ``S / (C * n)`` bytes;
     a step moves at the slowest connection and costs a latency ``alpha``.
 ``tree``
     NCCL's double binary tree over the nodes in rank order: two trees (the second mirrored, or
     shifted by one for odd ``n``), each carrying half of the data up (reduce) and down (broadcast)
     at once, pipelined; every tree edge is a connection in each direction with
-    ``S / (2 * gpus_per_node)`` bytes. Time: those bytes at the slowest connection, plus
+    ``S / (2 * C)`` bytes. Time: those bytes at the slowest connection, plus
     ``2 * depth`` latencies.
 
 ``alpha = step_latency + switch_latency * (switch hops of the longest connection)``. Bandwidths
@@ -111,10 +113,11 @@ class Connections:
 
     src_nic: np.ndarray  #: global NIC id (node * nics_per_node + nic)
     dst_nic: np.ndarray
-    local_rank: np.ndarray
+    local_rank: np.ndarray  #: channel of each connection (a local rank, or a NIC when NICs outnumber GPUs)
     algorithm: str
     nodes: int  #: nodes of the job
     depth: int  #: tree depth (0 for a ring)
+    channels: int  #: collectives that run at once per node, each with 1/channels of the data
 
 
 def connections(fabric: Fabric, order: np.ndarray, algorithm: str) -> Connections:
@@ -133,17 +136,18 @@ def connections(fabric: Fabric, order: np.ndarray, algorithm: str) -> Connection
         child, parent = (np.array(side, dtype=np.int64) for side in zip(*pairs))
         src_pos, dst_pos = np.concatenate([child, parent]), np.concatenate([parent, child])
         depth = max(1, math.ceil(math.log2(n)))
-    rank = np.arange(gpn)
-    nic = rank * nics // gpn
+    channels = max(gpn, nics)  # one per GPU; one per NIC when a GPU has several
+    channel = np.arange(channels)
+    nic = channel * nics // channels
     src = (order[src_pos][:, None] * nics + nic[None, :]).ravel()
     dst = (order[dst_pos][:, None] * nics + nic[None, :]).ravel()
-    local_rank = np.broadcast_to(rank, (src_pos.size, gpn)).ravel()
-    return Connections(src, dst, local_rank.copy(), algorithm, n, depth)
+    local_rank = np.broadcast_to(channel, (src_pos.size, channels)).ravel()
+    return Connections(src, dst, local_rank.copy(), algorithm, n, depth, channels)
 
 
 def collective_time(
-    conns: Connections, size_bytes: float, slowest_gbps: float, gpus_per_node: int,
-    max_switch_hops: int, step_latency_s: float, switch_latency_s: float,
+    conns: Connections, size_bytes: float, slowest_gbps: float, max_switch_hops: int,
+    step_latency_s: float, switch_latency_s: float,
 ) -> float:
     """Seconds to all-reduce ``size_bytes`` with the slowest connection at ``slowest_gbps``."""
     if slowest_gbps <= 0:
@@ -152,9 +156,9 @@ def collective_time(
     alpha = step_latency_s + switch_latency_s * max_switch_hops
     n = conns.nodes
     if conns.algorithm == "ring":
-        chunk = size_bytes / (gpus_per_node * n)
+        chunk = size_bytes / (conns.channels * n)
         return 2 * (n - 1) * (chunk / rate + alpha)
-    return size_bytes / (2 * gpus_per_node) / rate + 2 * conns.depth * alpha
+    return size_bytes / (2 * conns.channels) / rate + 2 * conns.depth * alpha
 
 
 def bus_bandwidth(algbw: float, ranks: int) -> float:

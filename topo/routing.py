@@ -297,16 +297,6 @@ def route(
                   pool_names=tuple(pools), link_count=len(links))
 
 
-def _down_to_leaf(out, rows, column, spine, leaf, tables, live, lp, spine0, h_fn, key, salt):
-    """Choose among the live parallel links from ``spine`` down to ``leaf`` (ECMP hash)."""
-    if rows.size == 0:
-        return
-    cands = tables.spine_down[spine - spine0, leaf % lp]
-    ok = (cands >= 0) & live[np.maximum(cands, 0)]
-    hv = mix64(key[rows] ^ mix64(spine.astype(np.uint64) + salt))
-    out[rows, column] = 2 * _pick(cands, ok, hv) + 1
-
-
 def _adaptive(fabric, out, dist, a, b, tables, live, capacity, ud):
     """Pooled resources for ideal spraying; fills ``out`` columns 1.. and returns capacities."""
     plan, links = fabric.plan, fabric.links
