@@ -37,7 +37,8 @@ def test_build_defaults_writes_the_design_folder(tmp_path):
     result = run("build", "--gpus", 1024, "-o", out)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
-        "README.md", "analysis.json", "design.json", "spec.yaml", "summary.json"]
+        "README.md", "analysis.json", "design.json", "hosts", "spec.yaml", "summary.json", "switches"]
+    assert len(list((out / "switches").iterdir())) == 48
     assert "leaf" in result.stdout and "1,024" in result.stdout
     assert "topo: building 1,024 GPUs" in result.stderr
     design = json.loads((out / "design.json").read_text())
@@ -81,8 +82,11 @@ def test_flags_override_the_spec_file(tmp_path):
 def test_spec_yaml_rebuilds_the_same_design(tmp_path):
     run("build", "--gpus", 768, "--oversubscription", "3:1", "-o", tmp_path / "a", "-q")
     run("build", "-f", tmp_path / "a" / "spec.yaml", "-o", tmp_path / "b", "-q")
-    for name in ("design.json", "summary.json", "spec.yaml", "README.md", "analysis.json"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    first = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    second = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert first == second and len(first) > 40
+    for rel in first:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
 
 
 def test_existing_folder_is_not_overwritten_without_force(tmp_path):
@@ -110,7 +114,7 @@ def test_a_failure_while_writing_leaves_no_folder(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         return {"ok.txt": "fine", "bad.txt": object()}  # not text: writing it fails
 
-    monkeypatch.setattr(topo.cli, "render_build", broken)
+    monkeypatch.setattr(topo.cli, "core_files", broken)
     out = tmp_path / "d"
     with pytest.raises(TypeError):
         run("build", "--gpus", 256, "-o", out, "-q")
@@ -123,7 +127,7 @@ def test_a_failure_with_force_keeps_the_old_folder(tmp_path, monkeypatch):
     out = tmp_path / "d"
     run("build", "--gpus", 256, "-o", out, "-q")
     before = (out / "design.json").read_bytes()
-    monkeypatch.setattr(topo.cli, "render_build", lambda *a, **k: {"bad.txt": object()})
+    monkeypatch.setattr(topo.cli, "core_files", lambda *a, **k: {"bad.txt": object()})
     with pytest.raises(TypeError):
         run("build", "--gpus", 1024, "-o", out, "--force", "-q")
     assert (out / "design.json").read_bytes() == before

@@ -95,9 +95,12 @@ def test_graph_attributes_are_documented_ones(build):
     node = g.nodes["cluster-node0000"]
     assert node == {"role": "node", "tier": 0, "index": 0, "su": 0, "pod": 0, "gpus": 8, "nics": 8}
     leaf = g.nodes["cluster-leaf-su05-r3"]
-    assert leaf == {"role": "leaf", "tier": 1, "index": 43, "radix": 64, "su": 5, "pod": 1, "rail": 3}
-    assert g.nodes["cluster-spine-p01-07"] == {"role": "spine", "tier": 2, "index": 39, "radix": 64, "pod": 1}
-    assert g.nodes["cluster-core-g07-01"] == {"role": "core", "tier": 3, "index": 15, "radix": 64, "group": 7}
+    assert leaf == {"role": "leaf", "tier": 1, "index": 43, "radix": 64, "asn": 64560,
+                    "loopback": "10.255.0.44", "su": 5, "pod": 1, "rail": 3}
+    assert g.nodes["cluster-spine-p01-07"] == {"role": "spine", "tier": 2, "index": 39, "radix": 64,
+                                               "asn": 64514, "loopback": "10.255.0.168", "pod": 1}
+    assert g.nodes["cluster-core-g07-01"] == {"role": "core", "tier": 3, "index": 15, "radix": 64,
+                                              "asn": 64512, "loopback": "10.255.1.16", "group": 7}
     edge = g.get_edge_data("cluster-node0000", "cluster-leaf-su00-r3")
     assert edge == {0: {"kind": "node-leaf", "bandwidth_gbps": 400, "nic": 3, "leaf_port": 1, "lane": 1}}
     spine_core = g.get_edge_data("cluster-spine-p01-07", "cluster-core-g07-01")

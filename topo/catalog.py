@@ -23,6 +23,12 @@ class SwitchModel:
         Ports the fabric uses.
     port_gbps : int
         Speed of one port in Gb/s.
+    lanes : int
+        SerDes lanes of one port (SONiC numbers its ports by lane: ``Ethernet0``, ``Ethernet8``...).
+    technology : str
+        ``ethernet`` or ``infiniband``; only Ethernet switches get SONiC and FRR configs.
+    buffer_mb : int
+        Packet buffer of the switch chip in MB (0 where it does not apply).
     power_w : int
         Planning figure for the bill of materials, in watts.
     """
@@ -31,6 +37,9 @@ class SwitchModel:
     description: str
     radix: int
     port_gbps: int
+    lanes: int
+    technology: str
+    buffer_mb: int
     power_w: int
 
     def to_dict(self) -> dict:
@@ -39,6 +48,9 @@ class SwitchModel:
             "description": self.description,
             "radix": self.radix,
             "port_gbps": self.port_gbps,
+            "lanes": self.lanes,
+            "technology": self.technology,
+            "buffer_mb": self.buffer_mb,
             "power_w": self.power_w,
         }
 

@@ -22,7 +22,8 @@ from .analyze import DEFAULT_SIZES, Analysis, AnalysisOptions, analyze
 from .catalog import switch_catalog
 from .errors import AnalysisError, TopoError
 from .fabric import build_fabric
-from .render import render_build
+from .configs import is_ethernet
+from .render import config_files, core_files, readme, template_sources
 from .sizing import plan_fabric
 from .spec import FabricSpec, load_spec, read_spec_file
 from .summary import Summary, summarize
@@ -54,28 +55,59 @@ def user_errors() -> Iterator[None]:
 
 
 class Progress:
-    """Stage timings on stderr (silent with --quiet)."""
+    """Stage timings and counters on stderr (silent with --quiet).
+
+    A stage prints ``topo: what ...`` and, when it ends, its time on the same line; a counter
+    inside a stage rewrites one line on a terminal, or prints a line every quarter elsewhere.
+    """
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
+        self.open_line = False
+        self.tty = click.get_text_stream("stderr").isatty()
+
+    def _echo(self, text: str, nl: bool = True) -> None:
+        if not self.quiet:
+            click.echo(text, err=True, nl=nl)
 
     @contextmanager
     def stage(self, what: str) -> Iterator[None]:
         start = time.perf_counter()
-        if not self.quiet:
-            click.echo(f"topo: {what} ...", err=True, nl=False)
+        self._echo(f"topo: {what} ...", nl=False)
+        self.open_line = True
         try:
             yield
         except BaseException:
-            if not self.quiet:
-                click.echo(" failed", err=True)
+            self._echo(" failed" if self.open_line else f"topo: {what} failed")
+            self.open_line = False
             raise
-        if not self.quiet:
-            click.echo(f" {time.perf_counter() - start:.2f} s", err=True)
+        elapsed = f"{time.perf_counter() - start:.2f} s"
+        self._echo(f" {elapsed}" if self.open_line else f"topo: {what} done in {elapsed}")
+        self.open_line = False
+
+    def counter(self, what: str, total: int) -> Callable[[int], None]:
+        """A callback ``update(done)`` that shows the progress of ``total`` items."""
+        state = {"shown": -1}
+        steps = 100 if self.tty else 4
+
+        def update(done: int) -> None:
+            step = done * steps // max(total, 1)
+            if step == state["shown"]:
+                return
+            state["shown"] = step
+            if self.open_line:
+                self._echo("")
+                self.open_line = False
+            text = f"  {what}: {done:,}/{total:,} ({100 * done // max(total, 1)}%)"
+            if self.tty:
+                self._echo("\r" + text, nl=done >= total)
+            else:
+                self._echo(text)
+
+        return update
 
     def say(self, message: str) -> None:
-        if not self.quiet:
-            click.echo(f"topo: {message}", err=True)
+        self._echo(f"topo: {message}")
 
 
 # --- shared options --------------------------------------------------------------------------
@@ -94,18 +126,37 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("spine_oversubscription", "--spine-oversubscription", {"help": "Spine downlink:uplink bandwidth, three tiers [1]."}),
     ("placement", "--placement", {"type": click.Choice(["rail", "rack"]), "help": "rail-optimized or rack (ToR) [rail]."}),
     ("spines", "--spines", {"type": click.INT, "help": "Spines (per pod in three tiers), to cable for growth [fewest that fit]."}),
+    ("loopback_pool", "--loopback-pool", {"help": "IPv4 prefix of switch loopbacks [10.255.0.0/16]."}),
+    ("p2p_pool", "--p2p-pool", {"help": "IPv4 prefix of switch-to-switch /31s [10.64.0.0/11]."}),
+    ("host_pool", "--host-pool", {"help": "IPv4 prefix of server-link /31s [10.128.0.0/11]."}),
+    ("asn_size", "--asn-size", {"type": click.Choice(["auto", "2", "4"]), "help": "Private ASNs of 2 or 4 bytes [auto]."}),
+    ("unnumbered", "--unnumbered/--numbered", {"default": None, "help": "BGP on interfaces (IPv6 link-local) instead of /31s [numbered]."}),
+    ("bfd", "--bfd/--no-bfd", {"default": None, "help": "BFD on every BGP session [no]."}),
+    ("qos", "--qos", {"type": click.Choice(["nvidia", "sonic"]), "help": "Lossless RoCE QoS profile [nvidia]."}),
+    ("mtu", "--mtu", {"type": click.INT, "help": "MTU of switch ports and NICs [9100]."}),
+    ("cable_node_leaf_m", "--cable-node-leaf-m", {"type": click.FLOAT, "help": "Server-to-leaf cable length [3 m rack, 20 m rail]."}),
+    ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": click.FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
+    ("cable_spine_core_m", "--cable-spine-core-m", {"type": click.FLOAT, "help": "Spine-to-core cable length [100 m]."}),
 ]
 
 
 def spec_options(func: Callable) -> Callable:
     """``-f SPEC`` plus one flag per spec field; flags override the file."""
     for field, flag, kwargs in reversed(SPEC_FLAGS):
-        func = click.option(flag, field, default=None, **kwargs)(func)
+        func = click.option(flag, field, **{"default": None, **kwargs})(func)
     func = click.option(
         "-f", "--file", "spec_file", type=click.Path(dir_okay=False, path_type=Path),
         help="YAML spec file; flags override its fields.",
     )(func)
     return func
+
+
+def templates_option(func: Callable) -> Callable:
+    """``--templates DIR`` (repeatable): folders searched before the packaged templates."""
+    return click.option(
+        "--templates", "templates", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Folder of templates that override the packaged ones by relative path (repeatable).",
+    )(func)
 
 
 def format_option(func: Callable) -> Callable:
@@ -329,7 +380,8 @@ def analysis_table(analysis: Analysis) -> str:
               f"  connections: {d['connections']:,}; leaving a leaf: {d['connections_leaving_leaf']:,}; "
               f"leaving a pod: {d['connections_leaving_pod']:,}",
               f"  slowest connection {d['slowest_connection_gbps']:,.1f} Gb/s of {d['nic_rate_gbps']:,.1f} usable "
-              f"NIC rate; mean {d['mean_connection_gbps']:,.1f}; below NIC rate: {d['connections_below_nic_rate']:,}",
+              f"NIC rate; mean {d['mean_connection_gbps']:,.1f}"
+              + (f"; below NIC rate: {d['connections_below_nic_rate']:,}" if o.algo == "ring" else ""),
               f"  busbw limit (large messages): {d['busbw_limit_GBps']:,.1f} GB/s"]
     lines.append(format_table(
         ["size", "time (ms)", "algbw GB/s", "busbw GB/s"],
@@ -380,10 +432,12 @@ def main() -> None:
               help="Output folder [./NAME-GPUSgpus].")
 @click.option("--force", is_flag=True, help="Replace an existing non-empty output folder.")
 @click.option("--no-analysis", is_flag=True, help="Skip the analysis (analysis.json and the headline figures).")
+@click.option("--no-configs", is_flag=True, help="Skip the switch and host configs.")
+@templates_option
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis: bool, fmt: str,
-          quiet: bool, **fields: Any) -> None:
+def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis: bool, no_configs: bool,
+          templates: tuple[Path, ...], fmt: str, quiet: bool, **fields: Any) -> None:
     """Size and build a fabric, write the design folder and print its summary.
 
     \b
@@ -406,10 +460,19 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
         if not no_analysis:
             with progress.stage("analysing"):
                 analysis = analyze(fabric)
-        with progress.stage("rendering"):
-            files = render_build(fabric, summary, analysis)
+        configs = not no_configs and is_ethernet(fabric)
+        switches = len(fabric.names) - fabric.plan.nodes
+
+        def files():
+            yield from core_files(fabric, summary, analysis).items()
+            if configs:
+                yield from config_files(fabric, templates, progress=progress.counter(
+                    f"configs of {switches:,} switches", switches))
+            yield "README.md", readme(fabric, summary, analysis, templates, configs)
+
         with progress.stage(f"writing {out}/"):
-            write_tree(out, files, force=force)
+            count = write_tree(out, files(), force=force)
+        progress.say(f"wrote {count:,} files")
     data = summary.to_dict()
     if analysis is not None:
         data["analysis"] = headline(analysis)
@@ -454,6 +517,28 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
         with progress.stage("analysing"):
             result = analyze(fabric, options)
     emit(result.to_dict(), fmt, lambda: analysis_table(result))
+
+
+@main.command(name="templates")
+@templates_option
+@format_option
+def templates_command(templates: tuple[Path, ...], fmt: str) -> None:
+    """List every templated output, the templates that render it, and where each file is found.
+
+    A folder given with --templates is searched first, by relative path, then the packaged
+    templates: copy a packaged template into your folder at the same relative path to change it.
+
+    \b
+    Examples:
+      topo templates
+      topo templates --templates my-templates
+      topo build --gpus 4096 --templates my-templates
+    """
+    with user_errors():
+        rows = template_sources(templates)
+    emit({"templates": rows}, fmt, lambda: format_table(
+        ["output", "for", "template", "from", "file"],
+        [[r["output"], r["for"], r["template"], r["from"], r["file"]] for r in rows]))
 
 
 @main.command()

@@ -15,6 +15,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
+from .addressing import Addressing, ip_text, plan_addressing
 from .sizing import Plan, plan_fabric
 from .spec import FabricSpec
 
@@ -66,6 +67,8 @@ class Fabric:
     group : ndarray of int32
         Core group (= spine position in its pod) of cores; -1 elsewhere.
     links : Links
+    addressing : Addressing
+        ASNs, loopbacks and link /31s (see :mod:`topo.addressing`).
     graph : networkx.MultiGraph
         The same fabric as a graph, keyed by names, with documented attributes.
     """
@@ -80,6 +83,7 @@ class Fabric:
     group: np.ndarray
     links: Links
     graph: nx.MultiGraph
+    addressing: Addressing
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -210,13 +214,16 @@ def _links(spec: FabricSpec, plan: Plan) -> Links:
     )
 
 
-def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarray], links: Links) -> nx.MultiGraph:
+def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarray], links: Links,
+           addressing: Addressing) -> nx.MultiGraph:
     """Fill the MultiGraph from the arrays in bulk (attributes documented in docs/fabric.md)."""
     g = nx.MultiGraph(name=spec.name)
     tier = v["tier"].tolist()
     su, pod, rail, group = (v[k].tolist() for k in ("su", "pod", "rail", "group"))
     first = [0, plan.nodes, plan.nodes + plan.leaves, plan.nodes + plan.leaves + plan.spines]
     gpus, nics, radix = spec.gpus_per_node, spec.nics_per_node, spec.radix
+    asn = addressing.asn.tolist()
+    loopback = [""] * plan.nodes + ip_text(addressing.loopback[plan.nodes:])
 
     def attrs(i: int) -> dict:
         t = tier[i]
@@ -224,7 +231,7 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
         if t == 0:
             a.update(su=su[i], pod=pod[i], gpus=gpus, nics=nics)
         else:
-            a["radix"] = radix
+            a.update(radix=radix, asn=asn[i], loopback=loopback[i])
             if t == 1:
                 a.update(su=su[i], pod=pod[i])
                 if rail[i] >= 0:
@@ -282,5 +289,7 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     names = _names(spec, plan)
     vertices = _vertex_arrays(plan)
     links = _links(spec, plan)
-    graph = _graph(spec, plan, names, vertices, links)
-    return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph, **vertices)
+    addressing = plan_addressing(spec, plan, links.kind)
+    graph = _graph(spec, plan, names, vertices, links, addressing)
+    return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
+                  addressing=addressing, **vertices)

@@ -10,17 +10,89 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+import multiprocessing
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import jinja2
+import jinja2.meta
+from json.encoder import encode_basestring as _encode_string
 import yaml
 
 from . import __version__
+from .errors import TopoError
 from .fabric import LINK_KINDS, ROLES, Fabric
 from .summary import Summary
 
 if TYPE_CHECKING:
     from .analyze import Analysis
+
+
+class TemplateError(TopoError):
+    """A template that fails to render: names the template, the line and what went wrong."""
+
+
+#: Every templated output: (output path, template, what it is rendered for).
+OUTPUTS = (
+    ("README.md", "summary.md.j2", "the build"),
+    ("switches/<switch>/config_db.json", "sonic/config_db.json.j2", "each Ethernet switch"),
+    ("switches/<switch>/frr.conf", "frr/frr.conf.j2", "each Ethernet switch"),
+    ("hosts/roce-qos.sh", "host/roce-qos.sh.j2", "the node type"),
+)
+
+
+def _template_location(exc: BaseException) -> tuple[str | None, int | None]:
+    """(template name, line) of the innermost template frame of a rendering error."""
+    name = getattr(exc, "name", None) or getattr(exc, "filename", None)
+    line = getattr(exc, "lineno", None)
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(".j2"):
+            name, line = filename, tb.tb_lineno
+        tb = tb.tb_next
+    return name, line
+
+
+def render_template(env: jinja2.Environment, template: str, context: dict[str, Any]) -> str:
+    """Render one template; any template mistake becomes a TemplateError naming file and line."""
+    try:
+        return env.get_template(template).render(context)
+    except jinja2.TemplateNotFound as exc:
+        raise TemplateError(f"template {exc.name} not found (included from {template})") from None
+    except jinja2.TemplateError as exc:
+        name, line = _template_location(exc)
+        where = _short(env, name or template) + (f", line {line}" if line else "")
+        raise TemplateError(f"template {where}: {exc.message or exc}") from None
+
+
+def _short(env: jinja2.Environment, filename: str) -> str:
+    """A template's path as the user knows it: relative to its search folder when it is in one."""
+    for folder in env.loader.searchpath:  # type: ignore[union-attr]
+        try:
+            return f"{Path(filename).resolve().relative_to(Path(folder).resolve())} (in {folder})"
+        except ValueError:
+            continue
+    return filename
+
+
+def template_sources(user_dirs: Iterable[str | Path] = ()) -> list[dict[str, Any]]:
+    """For every output: its template, the templates that one includes, and where each is found."""
+    env = template_environment(user_dirs)
+    rows = []
+    for output, template, scope in OUTPUTS:
+        names = [template]
+        seen: set[str] = set()
+        while names:
+            name = names.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            source, filename, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+            rows.append({"output": output, "for": scope, "template": name, "file": filename,
+                         "from": "user" if not filename.startswith(str(packaged_template_dir())) else "package"})
+            parsed = env.parse(source)
+            names += [n for n in jinja2.meta.find_referenced_templates(parsed) if n]
+    return rows
 
 
 def packaged_template_dir() -> Path:
@@ -43,7 +115,93 @@ def template_environment(user_dirs: Iterable[str | Path] = ()) -> jinja2.Environ
         autoescape=False,
     )
     env.filters["thousands"] = lambda value: f"{value:,}"
+    env.filters["json"] = json_value
     return env
+
+
+def json_value(value: Any) -> str:
+    """A value as a JSON string literal (numbers too: SONiC tables hold strings), fast."""
+    if isinstance(value, str):
+        return _encode_string(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'"{value}"'
+    return json.dumps(value)
+
+
+def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: int = 1,
+                 progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, str]]:
+    """SONiC config_db.json and FRR frr.conf of every switch, then the servers' QoS script and
+    address table, as ``(path, text)`` pairs made one switch at a time (memory stays flat).
+
+    Nothing for an InfiniBand switch model. With ``workers`` > 1 the switches are rendered by that
+    many processes (where the platform can fork), in the same order and with the same bytes.
+    ``progress(switches_done)`` is called as switches are finished.
+    """
+    from .configs import host_addresses_csv, is_ethernet, rdma_device
+
+    if not is_ethernet(fabric):
+        return
+    switches = list(range(fabric.first(1), len(fabric.names)))
+    chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
+    done = 0
+    if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers, initializer=_init_worker, initargs=(fabric, tuple(user_dirs))) as pool:
+            for files in pool.imap(_render_chunk, chunks):
+                yield from files
+                done += len(files) // 2
+                if progress:
+                    progress(done)
+    else:
+        _init_worker(fabric, tuple(user_dirs))
+        for chunk in chunks:
+            files = _render_chunk(chunk)
+            yield from files
+            done += len(chunk)
+            if progress:
+                progress(done)
+    env, facts, shared = _WORKER["env"], _WORKER["facts"], _WORKER["shared"]
+    if facts is None:
+        _init_worker(fabric, tuple(user_dirs))
+        env, shared = _WORKER["env"], _WORKER["shared"]
+    spec = fabric.spec
+    node = {"gpus": spec.gpus_per_node, "nics": spec.nics_per_node,
+            "rdma_devices": [rdma_device(i) for i in range(spec.nics_per_node)]}
+    yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
+                                               {"fabric": shared, "node": node, "version": __version__})
+    yield "hosts/addresses.csv", host_addresses_csv(fabric)
+
+
+#: Switches rendered per task (one worker task, one progress step).
+CONFIG_CHUNK = 32
+_WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None}
+
+
+def _init_worker(fabric: Fabric, user_dirs: tuple) -> None:
+    from .configs import ConfigFacts
+
+    facts = ConfigFacts(fabric)
+    shared = facts.shared()
+    shared["name"] = fabric.spec.name
+    _WORKER.update(env=template_environment(user_dirs), facts=facts, shared=shared)
+
+
+def _render_chunk(switches: list[int]) -> list[tuple[str, str]]:
+    env, facts, shared = _WORKER["env"], _WORKER["facts"], _WORKER["shared"]
+    out = []
+    for v in switches:
+        sw = facts.switch(v)
+        context = {"sw": sw, "fabric": shared, "version": __version__}
+        text = render_template(env, "sonic/config_db.json.j2", context)
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TemplateError(
+                f"template sonic/config_db.json.j2 made invalid JSON for {sw['name']}: {exc.msg} at "
+                f"line {exc.lineno}, column {exc.colno}") from None
+        out.append((f"switches/{sw['name']}/config_db.json", text))
+        out.append((f"switches/{sw['name']}/frr.conf", render_template(env, "frr/frr.conf.j2", context)))
+    return out
 
 
 def dump_json(data: Any) -> str:
@@ -94,9 +252,23 @@ def design_json(fabric: Fabric) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
-                 user_dirs: Iterable[str | Path] = ()) -> dict[str, str]:
-    """Every file of a build folder, by relative path (``analysis.json`` when an analysis is given)."""
+def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None) -> dict[str, str]:
+    """The design files of a build folder (not the configs, not README.md)."""
+    files = {
+        "spec.yaml": yaml.safe_dump(fabric.spec.to_dict(), sort_keys=False),
+        "design.json": design_json(fabric),
+        "summary.json": dump_json(summary.to_dict()),
+    }
+    if analysis is not None:
+        files["analysis.json"] = dump_json(analysis.to_dict())
+    return files
+
+
+def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
+           user_dirs: Iterable[str | Path] = (), configs: bool = True) -> str:
+    """The build folder's README.md, from the template ``summary.md.j2``."""
+    from .configs import is_ethernet
+
     env = template_environment(user_dirs)
     context = {
         "version": __version__,
@@ -105,13 +277,17 @@ def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" =
         "summary": summary.to_dict(),
         "roles": ROLES,
         "analysis": analysis.to_dict() if analysis is not None else None,
+        "configs": configs and is_ethernet(fabric),
+        "switch_count": len(fabric.names) - fabric.plan.nodes,
     }
-    files = {
-        "spec.yaml": yaml.safe_dump(fabric.spec.to_dict(), sort_keys=False),
-        "design.json": design_json(fabric),
-        "summary.json": dump_json(summary.to_dict()),
-        "README.md": env.get_template("summary.md.j2").render(context),
-    }
-    if analysis is not None:
-        files["analysis.json"] = dump_json(context["analysis"])
+    return render_template(env, "summary.md.j2", context)
+
+
+def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
+                 user_dirs: Iterable[str | Path] = (), configs: bool = True) -> dict[str, str]:
+    """Every file of a build folder, by relative path, in memory (the CLI streams them instead)."""
+    files = core_files(fabric, summary, analysis)
+    if configs:
+        files.update(config_files(fabric, user_dirs))
+    files["README.md"] = readme(fabric, summary, analysis, user_dirs, configs)
     return files

@@ -8,6 +8,7 @@ by :func:`topo.sizing.plan_fabric`.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import asdict, dataclass, fields
 from fractions import Fraction
@@ -23,6 +24,12 @@ from .errors import SpecError, did_you_mean
 TIERS = ("auto", 2, 3)
 #: Values of ``placement``.
 PLACEMENTS = ("rail", "rack")
+#: Values of ``qos``: lossless RoCE profiles (see docs/configs.md).
+QOS_PROFILES = ("nvidia", "sonic")
+#: Values of ``asn_size``.
+ASN_SIZES = ("auto", 2, 4)
+#: Largest MTU a SONiC port takes.
+MAX_MTU = 9216
 
 _NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,39}")
 #: Upper bounds that keep every port, lane and index inside its array type.
@@ -59,6 +66,17 @@ class FabricSpec:
     spine_oversubscription: Fraction = Fraction(1)
     placement: str = "rail"
     spines: int | None = None
+    loopback_pool: str = "10.255.0.0/16"
+    p2p_pool: str = "10.64.0.0/11"
+    host_pool: str = "10.128.0.0/11"
+    asn_size: str | int = "auto"
+    unnumbered: bool = False
+    bfd: bool = False
+    qos: str = "nvidia"
+    mtu: int = 9100
+    cable_node_leaf_m: float | None = None
+    cable_leaf_spine_m: float = 50.0
+    cable_spine_core_m: float = 100.0
 
     @property
     def nodes(self) -> int:
@@ -70,7 +88,20 @@ class FabricSpec:
         out = asdict(self)
         out["oversubscription"] = format_ratio(self.oversubscription)
         out["spine_oversubscription"] = format_ratio(self.spine_oversubscription)
+        for key in ("cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m"):
+            value = out[key]
+            if isinstance(value, float) and value.is_integer():
+                out[key] = int(value)
         return out
+
+    @property
+    def cable_m(self) -> dict[str, float]:
+        """Cable length per link kind; node-leaf defaults to 3 m in a rack, 20 m to rail leaves."""
+        node_leaf = self.cable_node_leaf_m
+        if node_leaf is None:
+            node_leaf = 3.0 if self.placement == "rack" else 20.0
+        return {"node-leaf": float(node_leaf), "leaf-spine": float(self.cable_leaf_spine_m),
+                "spine-core": float(self.cable_spine_core_m)}
 
 
 #: Field names, in the order they are documented and written.
@@ -168,6 +199,56 @@ def _optional_positive_int(value: Any) -> int | None:
     return None if value is None else _positive_int(value)
 
 
+def _pool(value: Any) -> str:
+    try:
+        net = ipaddress.IPv4Network(value, strict=True) if isinstance(value, str) else None
+    except ValueError as exc:
+        raise ValueError(f"expected an IPv4 prefix such as 10.64.0.0/11, got {value!r} ({exc})") from None
+    if net is None:
+        raise ValueError(f"expected an IPv4 prefix such as 10.64.0.0/11, got {value!r}")
+    return str(net)
+
+
+def _asn_size(value: Any) -> str | int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if value in ASN_SIZES and not isinstance(value, bool):
+        return value
+    raise ValueError(f"expected auto, 2 or 4 (bytes), got {value!r}")
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _qos(value: Any) -> str:
+    if value in QOS_PROFILES:
+        return value
+    hint = did_you_mean(value, QOS_PROFILES) if isinstance(value, str) else ""
+    raise ValueError(f"expected one of {', '.join(QOS_PROFILES)}, got {value!r}{hint}")
+
+
+def _mtu(value: Any) -> int:
+    mtu = _int(value)
+    if not 1500 <= mtu <= MAX_MTU:
+        raise ValueError(f"must be from 1500 to {MAX_MTU} bytes, got {mtu}")
+    return mtu
+
+
+def _metres(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a length in metres, got {value!r}")
+    if not 0 < value <= 10_000:
+        raise ValueError(f"must be more than 0 and at most 10,000 m, got {value}")
+    return float(value)
+
+
+def _optional_metres(value: Any) -> float | None:
+    return None if value is None else _metres(value)
+
+
 _READERS: dict[str, Callable[[Any], Any]] = {
     "name": _name,
     "gpus": _positive_int,
@@ -182,6 +263,17 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "spine_oversubscription": _ratio,
     "placement": _placement,
     "spines": _optional_positive_int,
+    "loopback_pool": _pool,
+    "p2p_pool": _pool,
+    "host_pool": _pool,
+    "asn_size": _asn_size,
+    "unnumbered": _bool,
+    "bfd": _bool,
+    "qos": _qos,
+    "mtu": _mtu,
+    "cable_node_leaf_m": _optional_metres,
+    "cable_leaf_spine_m": _metres,
+    "cable_spine_core_m": _metres,
 }
 assert set(_READERS) == set(FIELDS)
 
@@ -337,7 +429,14 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
             f"nic_gbps={nic_gbps} does not divide port_gbps={port_gbps}: a switch port must carry a "
             f"whole number of NIC links (1 or a breakout of {port_gbps}G into equal lanes)"
         )
-    elif nic_gbps is not None and port_gbps is not None and port_gbps // nic_gbps > MAX_BREAKOUT:
+    pools = [(k, ipaddress.IPv4Network(values[k])) for k in ("loopback_pool", "p2p_pool", "host_pool")
+             if values.get(k)]
+    for i, (name_a, a) in enumerate(pools):
+        for name_b, b in pools[i + 1:]:
+            if a.overlaps(b):
+                problems.append(f"{name_a}={a} and {name_b}={b} overlap; address pools must be disjoint")
+    if nic_gbps is not None and port_gbps is not None and port_gbps % nic_gbps == 0 \
+            and port_gbps // nic_gbps > MAX_BREAKOUT:
         problems.append(
             f"nic_gbps={nic_gbps} on port_gbps={port_gbps} is a breakout into "
             f"{port_gbps // nic_gbps} lanes; at most {MAX_BREAKOUT} are supported"

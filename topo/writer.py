@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from .errors import OutputError
 
@@ -22,8 +22,11 @@ def check_output_dir(out: Path, force: bool) -> None:
         )
 
 
-def write_tree(out: Path, files: Mapping[str, str | bytes], force: bool = False) -> None:
-    """Write ``files`` (relative path -> content) as the folder ``out``, atomically.
+def write_tree(
+    out: Path, files: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]], force: bool = False
+) -> int:
+    """Write ``files`` (relative path -> content, or such pairs as they are made) as the folder
+    ``out``, atomically; returns how many files were written.
 
     The files go to a hidden temporary folder beside ``out``, which is renamed into place only when
     every file is written. With ``force`` an existing ``out`` is replaced as a whole (never merged);
@@ -35,7 +38,10 @@ def write_tree(out: Path, files: Mapping[str, str | bytes], force: bool = False)
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
     try:
-        for rel, content in sorted(files.items()):
+        items = sorted(files.items()) if isinstance(files, Mapping) else files
+        count = 0
+        for rel, content in items:
+            count += 1
             path = tmp / rel
             if path.resolve().parent != tmp.resolve() and tmp.resolve() not in path.resolve().parents:
                 raise OutputError(f"output file {rel!r} would be written outside {out}")
@@ -54,6 +60,7 @@ def write_tree(out: Path, files: Mapping[str, str | bytes], force: bool = False)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(tmp, out)
+        return count
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

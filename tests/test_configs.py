@@ -1,0 +1,308 @@
+"""Switch and host configs: FRR's own parser, SONiC table checks, end-to-end BGP consistency."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from topo import SpecError, build_fabric, load_spec
+from topo.cli import main
+from topo.configs import ConfigFacts
+from topo.qos import pfc_headroom
+from topo.render import TemplateError, config_files, template_sources
+
+VTYSH = shutil.which("vtysh")
+BGPD = "/usr/lib/frr/bgpd"
+needs_frr = pytest.mark.skipif(
+    VTYSH is None or not Path(BGPD).exists(),
+    reason="FRR is not installed (bash scripts/test.sh installs it)",
+)
+
+SONIC_TABLES = {
+    "DEVICE_METADATA", "PORT", "INTERFACE", "LOOPBACK_INTERFACE", "BGP_NEIGHBOR", "DSCP_TO_TC_MAP",
+    "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP", "SCHEDULER", "QUEUE", "PORT_QOS_MAP", "WRED_PROFILE",
+    "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "CABLE_LENGTH", "PFC_WD",
+}
+SONIC_SPEEDS = {"10000", "25000", "40000", "50000", "100000", "200000", "400000", "800000"}
+PORT_RE = re.compile(r"^Ethernet\d+$")
+
+
+def configs(**fields) -> tuple[object, dict[str, str]]:
+    fabric = build_fabric(load_spec(fields))
+    return fabric, dict(config_files(fabric))
+
+
+def frr_check(path: Path) -> list[str]:
+    """Problems FRR finds in one frr.conf: vtysh's parser, then bgpd's own reading."""
+    problems = []
+    syntax = subprocess.run([VTYSH, "-m", "-f", str(path)], capture_output=True, text=True)
+    if syntax.returncode != 0:
+        problems.append(f"vtysh: {syntax.stderr.strip()}")
+    meaning = subprocess.run([BGPD, "-C", "-S", "-Z", "-n", "-f", str(path.resolve()), "--log", "stdout"],
+                             capture_output=True, text=True, timeout=60)
+    for line in (meaning.stdout + meaning.stderr).splitlines():
+        if "% " in line or "Config Failed" in line:
+            problems.append(f"bgpd: {line.strip()}")
+    return problems
+
+
+SHAPES = {
+    "two-tier": dict(gpus=256),
+    "two-tier-unnumbered-bfd": dict(gpus=256, unnumbered=True, bfd=True, qos="sonic"),
+    "three-tier": dict(gpus=16, gpus_per_node=1, radix=4, tiers=3),
+    "breakout-800g": dict(gpus=128, switch="eth-51t-64x800"),
+}
+
+
+@needs_frr
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_frr_accepts_every_frr_conf(shape, tmp_path):
+    _, files = configs(**SHAPES[shape])
+    paths = []
+    for rel, text in files.items():
+        if rel.endswith("frr.conf"):
+            path = tmp_path / rel.replace("/", "_")
+            path.write_text(text)
+            paths.append(path)
+    assert paths
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(paths, pool.map(frr_check, paths)))
+    bad = {p.name: r for p, r in results.items() if r}
+    assert not bad, bad
+
+
+@needs_frr
+@pytest.mark.slow
+def test_4096_gpu_build_configs_every_switch_and_frr_parses_them_all(tmp_path):
+    fabric, files = configs(gpus=4096)
+    switches = {rel.split("/")[1] for rel in files if rel.startswith("switches/")}
+    assert len(switches) == len(fabric.names) - fabric.plan.nodes == 320
+    paths = []
+    for rel, text in files.items():
+        if rel.endswith("frr.conf"):
+            path = tmp_path / rel.replace("/", "_")
+            path.write_text(text)
+            paths.append(path)
+
+    def syntax(path):
+        return subprocess.run([VTYSH, "-m", "-f", str(path)], capture_output=True, text=True).returncode
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        codes = list(pool.map(syntax, paths))
+    assert codes == [0] * len(paths)
+    # bgpd's deeper reading on one switch of every role
+    for role in ("leaf-su00-r0", "spine-p00-00", "core-g00-00"):
+        assert frr_check(tmp_path / f"switches_cluster-{role}_frr.conf") == []
+
+
+def test_frr_checker_catches_a_broken_file(tmp_path):
+    if VTYSH is None:
+        pytest.skip("FRR is not installed (bash scripts/test.sh installs it)")
+    _, files = configs(gpus=256)
+    text = files["switches/cluster-leaf-su00-r0/frr.conf"]
+    bad = tmp_path / "bad.conf"
+    bad.write_text(text.replace("neighbor FABRIC peer-group\n", ""))  # members of an undefined group
+    assert frr_check(bad)
+
+
+def check_config_db(data: dict) -> None:
+    assert set(data) <= SONIC_TABLES, set(data) - SONIC_TABLES
+    meta = data["DEVICE_METADATA"]["localhost"]
+    assert meta["type"] in {"ToRRouter", "LeafRouter", "SpineRouter"} and 64512 <= int(meta["bgp_asn"]) <= 4294967294
+    lanes_seen: set[int] = set()
+    for name, port in data["PORT"].items():
+        assert PORT_RE.match(name)
+        assert port["speed"] in SONIC_SPEEDS and 1500 <= int(port["mtu"]) <= 9216
+        lanes = [int(x) for x in port["lanes"].split(",")]
+        assert not lanes_seen & set(lanes)
+        lanes_seen |= set(lanes)
+        assert port["admin_status"] in {"up", "down"} and port["fec"] in {"rs", "fc", "none"}
+    for key in data["INTERFACE"]:
+        name, _, prefix = key.partition("|")
+        assert name in data["PORT"]
+        if prefix:
+            assert ipaddress.ip_interface(prefix).network.prefixlen == 31
+    for table in ("QUEUE", "BUFFER_PG", "BUFFER_QUEUE"):
+        for key in data[table]:
+            name, index = key.split("|")
+            assert name in data["PORT"] and 0 <= int(index) <= 7
+    for key, profile in data["BUFFER_PG"].items():
+        assert profile["profile"] in data["BUFFER_PROFILE"]
+    for profile in data["BUFFER_PROFILE"].values():
+        assert profile["pool"] in data["BUFFER_POOL"]
+    for port_map in data["PORT_QOS_MAP"].values():
+        assert port_map["dscp_to_tc_map"] in data["DSCP_TO_TC_MAP"]
+        assert port_map["tc_to_pg_map"] in data["TC_TO_PRIORITY_GROUP_MAP"]
+    assert set(data["CABLE_LENGTH"]["AZURE"]) <= set(data["PORT"])
+    assert all(re.match(r"^\d+(\.\d+)?m$", v) for v in data["CABLE_LENGTH"]["AZURE"].values())
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_config_db_is_valid(shape):
+    _, files = configs(**SHAPES[shape])
+    dbs = [json.loads(text) for rel, text in files.items() if rel.endswith("config_db.json")]
+    assert dbs
+    for data in dbs:
+        check_config_db(data)
+
+
+def _frr_facts(text: str) -> tuple[int, dict[str, str], list[tuple[str, int]]]:
+    """(ASN, interface -> address, [(neighbor, remote-as)]) read back from an frr.conf."""
+    asn = int(re.search(r"^router bgp (\d+)$", text, re.M).group(1))
+    addresses = dict(re.findall(r"^interface (\S+)\n(?: description .*\n)? ip address (\S+)$", text, re.M))
+    neighbors = [(n, int(a)) for n, a in re.findall(r"^ neighbor (\S+) remote-as (\d+)$", text, re.M)]
+    return asn, addresses, neighbors
+
+
+@pytest.mark.parametrize("fields", [dict(gpus=1024), dict(gpus=4096), dict(gpus=768, oversubscription=3)])
+def test_bgp_sessions_are_consistent_end_to_end(fields):
+    fabric, files = configs(**fields)
+    facts = {}
+    for rel, text in files.items():
+        if rel.endswith("frr.conf"):
+            facts[rel.split("/")[1]] = _frr_facts(text)
+    owner = {}  # address -> (switch, asn)
+    for switch, (asn, addresses, _) in facts.items():
+        for address in addresses.values():
+            owner[str(ipaddress.ip_interface(address).ip)] = (switch, asn)
+    sessions = set()
+    for switch, (asn, _, neighbors) in facts.items():
+        for address, remote_as in neighbors:
+            peer, peer_asn = owner[address]  # the neighbor address is an interface of the peer ...
+            assert remote_as == peer_asn  # ... with the peer's ASN
+            sessions.add((switch, peer))
+    assert all((b, a) in sessions for a, b in sessions)  # both sides configured
+    # every leaf peers with every spine it is cabled to (and every spine with its cores)
+    links = fabric.links
+    cabled = {(fabric.names[a], fabric.names[b]) for a, b, k in
+              zip(links.lo.tolist(), links.hi.tolist(), links.kind.tolist()) if k >= 1}
+    assert {(a, b) for a, b in sessions if (a, b) in cabled or (b, a) in cabled} == sessions
+    assert cabled <= sessions
+
+
+def test_asns_follow_rfc_7938():
+    fabric = build_fabric(load_spec({"gpus": 4096}))
+    asn = fabric.addressing.asn
+    leaves = asn[fabric.tier == 1]
+    spines = asn[fabric.tier == 2]
+    cores = asn[fabric.tier == 3]
+    assert len(set(leaves.tolist())) == leaves.size  # one per leaf
+    assert len(set(spines.tolist())) == fabric.plan.pods  # one per pod's spines
+    assert set(cores.tolist()) == {64512}  # one for the core tier
+    assert asn.max() <= 65534
+    big = build_fabric(load_spec({"gpus": 65536}))
+    assert big.addressing.asn_size == 4 and big.addressing.asn.max() <= 4294967294
+
+
+def test_pools_too_small_and_asn_range_too_small_are_errors_with_numbers():
+    with pytest.raises(SpecError, match=r"loopback_pool=10.0.0.0/28 holds 16 addresses but 48 switch "
+                                        r"loopbacks need 50; use a /26 or larger"):
+        build_fabric(load_spec({"gpus": 1024, "loopback_pool": "10.0.0.0/28"}))
+    with pytest.raises(SpecError, match=r"asn_size=2: the fabric needs 2,113 private ASNs"):
+        build_fabric(load_spec({"gpus": 65536, "asn_size": 2}))
+    with pytest.raises(SpecError, match="overlap"):
+        load_spec({"gpus": 8, "p2p_pool": "10.0.0.0/8"})
+
+
+def test_qos_profiles_reach_the_tables():
+    _, nvidia = configs(gpus=256)
+    _, sonic = configs(gpus=256, qos="sonic")
+    a = json.loads(nvidia["switches/cluster-leaf-su00-r0/config_db.json"])
+    b = json.loads(sonic["switches/cluster-leaf-su00-r0/config_db.json"])
+    assert a["DSCP_TO_TC_MAP"]["ROCE"]["26"] == "3" and a["DSCP_TO_TC_MAP"]["ROCE"]["48"] == "6"
+    assert a["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3"
+    assert a["WRED_PROFILE"]["ROCE_LOSSLESS"]["green_min_threshold"] == "150000"
+    assert a["WRED_PROFILE"]["ROCE_LOSSLESS"]["green_drop_probability"] == "100"
+    assert a["QUEUE"]["Ethernet0|6"] == {"scheduler": "scheduler.cnp"}
+    assert b["DSCP_TO_TC_MAP"]["ROCE"]["3"] == "3" and b["DSCP_TO_TC_MAP"]["ROCE"]["4"] == "4"
+    assert b["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3,4"
+    assert b["WRED_PROFILE"]["ROCE_LOSSLESS"]["green_max_threshold"] == "2097152"
+    assert b["WRED_PROFILE"]["ROCE_LOSSLESS"]["green_drop_probability"] == "5"
+
+
+def test_pfc_headroom_follows_the_formula_per_port_speed_and_cable():
+    fabric = build_fabric(load_spec({"gpus": 4096, "cable_leaf_spine_m": 100}))
+    facts = ConfigFacts(fabric)
+    profile = facts.buffer_profiles["leaf-spine"]
+    h = pfc_headroom(400, 100, 9100)
+    assert (profile["xoff"], profile["xon"], profile["size"]) == (h.xoff, h.xon, h.size)
+    assert h.cable_bytes == pytest.approx(50_505, abs=2) and h.response_bytes == 57_920
+    longer = pfc_headroom(400, 200, 9100)
+    assert longer.xoff - h.xoff == pytest.approx(50_505, abs=300)
+    assert pfc_headroom(800, 100, 9100).cable_bytes == pytest.approx(2 * h.cable_bytes, abs=2)
+    db = json.loads(dict(config_files(fabric))["switches/cluster-spine-p00-00/config_db.json"])
+    assert db["BUFFER_PG"]["Ethernet0|3"]["profile"] == "pg_lossless_400000_100m_profile"
+    assert db["CABLE_LENGTH"]["AZURE"]["Ethernet0"] == "100m"
+    assert db["CABLE_LENGTH"]["AZURE"]["Ethernet128"] == "100m"  # spine-core uplinks, default 100 m
+
+
+def test_breakout_ports_are_named_by_lane():
+    _, files = configs(gpus=128, switch="eth-51t-64x800")
+    db = json.loads(files["switches/cluster-leaf-su00-r0/config_db.json"])
+    assert db["PORT"]["Ethernet0"]["lanes"] == "0,1,2,3" and db["PORT"]["Ethernet0"]["speed"] == "400000"
+    assert db["PORT"]["Ethernet4"]["lanes"] == "4,5,6,7" and db["PORT"]["Ethernet4"]["alias"] == "etp1b"
+    uplink = db["PORT"]["Ethernet256"]
+    assert uplink["speed"] == "800000" and uplink["lanes"] == "256,257,258,259,260,261,262,263"
+
+
+def test_infiniband_switches_get_no_ethernet_configs():
+    fabric = build_fabric(load_spec({"gpus": 256, "switch": "ndr-64x400"}))
+    assert dict(config_files(fabric)) == {}
+
+
+def test_host_script_is_valid_bash_and_matches_the_switches(tmp_path):
+    _, files = configs(gpus=256)
+    script = tmp_path / "roce-qos.sh"
+    script.write_text(files["hosts/roce-qos.sh"])
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    run = subprocess.run(["bash", str(script), "--dry-run"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "cma_roce_tos -d mlx5_0 -t 104" in run.stdout  # DSCP 26 << 2
+    assert "--trust dscp --pfc 0,0,0,1,0,0,0,0" in run.stdout
+    assert "echo 48 > /sys/class/net/" in run.stdout
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck:
+        assert subprocess.run([shellcheck, str(script)]).returncode == 0
+    rows = files["hosts/addresses.csv"].splitlines()
+    assert rows[0] == "node,nic,rdma_device,address,gateway,leaf,leaf_port"
+    assert rows[1] == "cluster-node0000,0,mlx5_0,10.128.0.1/31,10.128.0.0,cluster-leaf-su00-r0,Ethernet0"
+    assert len(rows) == 1 + 256
+
+
+def test_user_templates_override_by_relative_path(tmp_path):
+    (tmp_path / "frr").mkdir()
+    (tmp_path / "frr" / "policy.j2").write_text("! site policy for {{ sw.name }}\n")
+    fabric = build_fabric(load_spec({"gpus": 256}))
+    files = dict(config_files(fabric, [tmp_path]))
+    assert "! site policy for cluster-leaf-su00-r0" in files["switches/cluster-leaf-su00-r0/frr.conf"]
+    rows = {r["template"]: r for r in template_sources([tmp_path])}
+    assert rows["frr/policy.j2"]["from"] == "user" and rows["frr/bgp.j2"]["from"] == "package"
+
+
+def test_undefined_variable_in_a_user_template_names_template_line_and_variable(tmp_path):
+    (tmp_path / "frr").mkdir()
+    (tmp_path / "frr" / "policy.j2").write_text("! policy\n! owner {{ sw.owner }}\n")
+    fabric = build_fabric(load_spec({"gpus": 256}))
+    with pytest.raises(TemplateError, match=r"template frr/policy.j2 \(in .*\), line 2: .*'owner'"):
+        dict(config_files(fabric, [tmp_path]))
+    result = CliRunner().invoke(main, ["build", "--gpus", "256", "-o", str(tmp_path / "out"), "-q",
+                                       "--templates", str(tmp_path)], prog_name="topo")
+    assert result.exit_code == 1
+    assert re.match(r"Error: template frr/policy.j2 \(in .*\), line 2: .*'owner'", result.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_user_template_that_breaks_json_is_an_error(tmp_path):
+    (tmp_path / "sonic").mkdir()
+    (tmp_path / "sonic" / "scheduler.j2").write_text('    "SCHEDULER": {,}')
+    fabric = build_fabric(load_spec({"gpus": 256}))
+    with pytest.raises(TemplateError, match=r"made invalid JSON for cluster-leaf-su00-r0"):
+        dict(config_files(fabric, [tmp_path]))

@@ -1,0 +1,163 @@
+"""Addresses, ASNs and interface names: pure functions of indices, computed once at build time.
+
+- Loopbacks: switch ``i`` (counting leaves, spines, cores from 0) gets ``loopback_pool + 1 + i``/32,
+  also its BGP router ID.
+- Switch-to-switch links: link ``j`` (counting those links from 0 in fabric order) gets the /31
+  at ``p2p_pool + 2j``; the upper-tier end takes the even address, the lower end the odd one.
+  With ``unnumbered`` these links carry no IPv4 address: BGP runs on the interfaces over IPv6
+  link-local addresses (RFC 5549 next hops).
+- Server links: node-leaf link ``k`` gets the /31 at ``host_pool + 2k``: the leaf takes the even
+  address (the server's gateway), the NIC the odd one.
+- ASNs (RFC 7938, private ranges): the core tier shares one ASN, the spines of each pod share one,
+  and every leaf has its own: ``base`` for the cores (three tiers), then one per pod, then one per
+  leaf. ``base`` is 64512 for 2-byte ASNs (up to 65534) and 4200000000 for 4-byte ones (up to
+  4294967294); ``asn_size: auto`` takes 2-byte ASNs when they suffice.
+- SONiC port names: front-panel port ``p`` (from 1) with ``L`` SerDes lanes is ``Ethernet{(p-1)L}``;
+  breakout lane ``b`` (from 1) of ``B`` is ``Ethernet{(p-1)L + (b-1)L/B}``. FRR on SONiC uses the
+  same names.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import SpecError
+from .sizing import Plan
+from .spec import FabricSpec
+
+ASN_RANGES = {2: (64512, 65534), 4: (4200000000, 4294967294)}
+#: SerDes lanes per port when the switch model does not say: 100G lanes.
+DEFAULT_LANE_GBPS = 100
+
+
+@dataclass(frozen=True, eq=False)
+class Addressing:
+    """Per-vertex and per-link addressing facts (IPv4 addresses as unsigned 32-bit integers).
+
+    Attributes
+    ----------
+    asn : ndarray of int64
+        BGP ASN of every vertex (0 for servers).
+    loopback : ndarray of uint32
+        Loopback (and router ID) of every switch (0 for servers).
+    link_ip : ndarray of uint32
+        Lower (even) address of each link's /31; 0 for unnumbered switch links.
+    asn_size : int
+        2 or 4 (bytes).
+    lanes_per_port : int
+        SerDes lanes of one switch port (for SONiC port names).
+    """
+
+    asn: np.ndarray
+    loopback: np.ndarray
+    link_ip: np.ndarray
+    asn_size: int
+    lanes_per_port: int
+
+
+def ip_text(values: np.ndarray) -> list[str]:
+    """Dotted quads of uint32 addresses, vectorised."""
+    v = np.asarray(values, dtype=np.uint64)
+    parts = [(v >> np.uint64(shift)) & np.uint64(255) for shift in (24, 16, 8, 0)]
+    return [f"{a}.{b}.{c}.{d}" for a, b, c, d in zip(*(p.tolist() for p in parts))]
+
+
+def lanes_per_port(spec: FabricSpec) -> int:
+    """SerDes lanes of one port: the switch model's figure, else port speed / 100G (at least 1)."""
+    from .catalog import switch_catalog
+
+    if spec.switch is not None:
+        return switch_catalog()[spec.switch].lanes
+    return max(1, spec.port_gbps // DEFAULT_LANE_GBPS)
+
+
+def sonic_port_name(port: int, lane: int, lanes: int, breakout: int) -> str:
+    """SONiC interface name of front-panel ``port`` (from 1), breakout ``lane`` (from 1).
+
+    >>> sonic_port_name(1, 1, 8, 1), sonic_port_name(33, 1, 8, 1), sonic_port_name(2, 2, 8, 2)
+    ('Ethernet0', 'Ethernet256', 'Ethernet12')
+    """
+    return f"Ethernet{(port - 1) * lanes + (lane - 1) * (lanes // breakout)}"
+
+
+def _pool_size_error(field: str, pool: ipaddress.IPv4Network, need: int, what: str) -> str:
+    prefix = 32 - max(0, (need - 1).bit_length())
+    return (f"{field}={pool} holds {pool.num_addresses:,} addresses but {what} need {need:,}; "
+            f"use a /{prefix} or larger")
+
+
+def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray) -> Addressing:
+    """Addresses and ASNs for a fabric of ``plan`` whose links have kinds ``kind``.
+
+    Raises
+    ------
+    SpecError
+        When a pool or the ASN range is too small, with the numbers.
+
+    Examples
+    --------
+    >>> from topo import load_spec, plan_fabric
+    >>> spec = load_spec({"gpus": 1024})
+    >>> plan = plan_fabric(spec)
+    >>> kind = np.repeat(np.array([0, 1], dtype=np.int8), [1024, 1024])
+    >>> a = plan_addressing(spec, plan, kind)
+    >>> a.asn_size, int(a.asn[plan.nodes]), int(a.asn[plan.nodes + plan.leaves])  # first leaf, spine
+    (2, 64513, 64512)
+    >>> ip_text(a.loopback[plan.nodes:plan.nodes + 2]), ip_text(a.link_ip[[0, 1024]])
+    (['10.255.0.1', '10.255.0.2'], ['10.128.0.0', '10.64.0.0'])
+    """
+    problems = []
+    switches = plan.leaves + plan.spines + plan.cores
+    loop_pool = ipaddress.IPv4Network(spec.loopback_pool)
+    p2p_pool = ipaddress.IPv4Network(spec.p2p_pool)
+    host_pool = ipaddress.IPv4Network(spec.host_pool)
+    host_links = int((kind == 0).sum())
+    fabric_links = int((kind >= 1).sum())
+    if switches + 2 > loop_pool.num_addresses:
+        problems.append(_pool_size_error("loopback_pool", loop_pool, switches + 2,
+                                         f"{switches:,} switch loopbacks"))
+    if not spec.unnumbered and 2 * fabric_links > p2p_pool.num_addresses:
+        problems.append(_pool_size_error("p2p_pool", p2p_pool, 2 * fabric_links,
+                                         f"{fabric_links:,} switch-to-switch /31s"))
+    if 2 * host_links > host_pool.num_addresses:
+        problems.append(_pool_size_error("host_pool", host_pool, 2 * host_links,
+                                         f"{host_links:,} server-link /31s"))
+
+    groups = (1 if plan.tiers == 3 else 0) + plan.pods + plan.leaves
+    size = spec.asn_size
+    if size == "auto":
+        size = 2 if groups <= ASN_RANGES[2][1] - ASN_RANGES[2][0] + 1 else 4
+    low, high = ASN_RANGES[size]
+    if groups > high - low + 1:
+        problems.append(
+            f"asn_size={size}: the fabric needs {groups:,} private ASNs (one per leaf, one per pod's "
+            f"spines{', one for the cores' if plan.tiers == 3 else ''}) but {size}-byte private ASNs "
+            f"are {high - low + 1:,} ({low}-{high}); use asn_size=4 or auto"
+        )
+    if problems:
+        raise SpecError(problems)
+
+    n = plan.nodes
+    total = n + switches
+    asn = np.zeros(total, dtype=np.int64)
+    core_asn = low
+    pod_asn0 = low + (1 if plan.tiers == 3 else 0)
+    leaf_asn0 = pod_asn0 + plan.pods
+    leaves = np.arange(plan.leaves)
+    asn[n:n + plan.leaves] = leaf_asn0 + leaves
+    asn[n + plan.leaves:n + plan.leaves + plan.spines] = pod_asn0 + np.arange(plan.spines) // plan.spines_per_pod
+    asn[n + plan.leaves + plan.spines:] = core_asn
+
+    loopback = np.zeros(total, dtype=np.uint32)
+    loopback[n:] = int(loop_pool.network_address) + 1 + np.arange(switches, dtype=np.uint32)
+
+    link_ip = np.zeros(kind.size, dtype=np.uint32)
+    host = kind == 0
+    link_ip[host] = int(host_pool.network_address) + 2 * np.arange(host_links, dtype=np.uint32)
+    if not spec.unnumbered:
+        link_ip[~host] = int(p2p_pool.network_address) + 2 * np.arange(fabric_links, dtype=np.uint32)
+    return Addressing(asn=asn, loopback=loopback, link_ip=link_ip, asn_size=size,
+                      lanes_per_port=lanes_per_port(spec))

@@ -1,0 +1,267 @@
+"""Switch and host configuration facts: everything a config template prints, computed here.
+
+For every switch, :func:`switch_facts` gives a plain dict (hostname, ASN, loopback, every port with
+its SONiC name, lanes, speed, peer, /31 and buffer profile, every BGP neighbor with the peer's
+address and ASN); the templates under ``templates/sonic``, ``templates/frr`` and ``templates/host``
+only lay those facts out. The facts are derived from the fabric's arrays in bulk; each switch's
+dict is made when its files are rendered, so memory stays flat at any size.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from .addressing import ip_text, sonic_port_name
+from .catalog import switch_catalog
+from .fabric import LINK_KINDS, ROLES, Fabric
+from .qos import QOS_PROFILES, QosProfile, pfc_headroom
+
+#: SONiC's device types for the tiers of a Clos: T0 (top of rack), T1, T2.
+SONIC_TYPES = {"leaf": "ToRRouter", "spine": "LeafRouter", "core": "SpineRouter"}
+#: Switch buffer assumed when the switch model does not give one (MB).
+DEFAULT_BUFFER_MB = 64
+#: SONiC PFC watchdog settings (ms).
+PFC_WD = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
+
+
+def is_ethernet(fabric: Fabric) -> bool:
+    """Ethernet switch configs apply (not to an InfiniBand switch model)."""
+    model = fabric.spec.switch
+    return model is None or switch_catalog()[model].technology == "ethernet"
+
+
+def buffer_mb(fabric: Fabric) -> int:
+    model = fabric.spec.switch
+    return switch_catalog()[model].buffer_mb if model else DEFAULT_BUFFER_MB
+
+
+def rdma_device(nic: int) -> str:
+    """Name of a server's RDMA device by NIC index (``mlx5_0`` ...)."""
+    return f"mlx5_{nic}"
+
+
+@dataclass(frozen=True, eq=False)
+class _Ends:
+    """Both ends of every link as rows sorted by (switch, port, lane): one row per switch port."""
+
+    vertex: np.ndarray
+    port: np.ndarray
+    lane: np.ndarray
+    peer: np.ndarray
+    peer_port: np.ndarray
+    peer_lane: np.ndarray
+    kind: np.ndarray
+    upward: np.ndarray  # True when the peer is in the tier above
+    ip: np.ndarray  # this end's address (uint32), 0 when unnumbered
+    peer_ip: np.ndarray
+    starts: np.ndarray  # first row of each vertex (index by vertex), len = vertices + 1
+
+
+def _ends(fabric: Fabric) -> _Ends:
+    links = fabric.links
+    ip = fabric.addressing.link_ip
+    numbered = ip > 0
+    lo_ip = np.where(numbered, ip + 1, 0).astype(np.uint32)
+    hi_ip = ip
+    vertex = np.concatenate([links.lo, links.hi]).astype(np.int64)
+    port = np.concatenate([links.lo_port, links.hi_port]).astype(np.int64)
+    lane = np.concatenate([np.ones_like(links.lane), links.lane]).astype(np.int64)
+    peer = np.concatenate([links.hi, links.lo]).astype(np.int64)
+    peer_port = np.concatenate([links.hi_port, links.lo_port]).astype(np.int64)
+    peer_lane = np.concatenate([links.lane, np.ones_like(links.lane)]).astype(np.int64)
+    kind = np.concatenate([links.kind, links.kind])
+    upward = np.concatenate([np.ones(len(links), bool), np.zeros(len(links), bool)])
+    my_ip = np.concatenate([lo_ip, hi_ip])
+    their_ip = np.concatenate([hi_ip, lo_ip])
+    order = np.lexsort((lane, port, vertex))
+    cols = [a[order] for a in (vertex, port, lane, peer, peer_port, peer_lane, kind, upward, my_ip, their_ip)]
+    starts = np.searchsorted(cols[0], np.arange(len(fabric.names) + 1))
+    return _Ends(*cols, starts=starts)
+
+
+class ConfigFacts:
+    """Facts for the config templates of one fabric (shared tables plus one dict per switch)."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.fabric = fabric
+        spec = fabric.spec
+        self.qos: QosProfile = QOS_PROFILES[spec.qos]
+        self.ends = _ends(fabric)
+        self.loopbacks = [""] * fabric.plan.nodes + ip_text(fabric.addressing.loopback[fabric.plan.nodes:])
+        self.cable_m = spec.cable_m
+        speeds = {LINK_KINDS[0]: spec.nic_gbps}
+        speeds.update({kind: spec.port_gbps for kind in LINK_KINDS[1:]})
+        self.buffer_profiles = {}
+        for kind in LINK_KINDS[: fabric.plan.tiers]:
+            h = pfc_headroom(speeds[kind], self.cable_m[kind], spec.mtu)
+            name = f"pg_lossless_{speeds[kind] * 1000}_{_metres(self.cable_m[kind])}_profile"
+            self.buffer_profiles[kind] = {
+                "name": name, "speed_gbps": speeds[kind], "cable_m": self.cable_m[kind],
+                "xoff": h.xoff, "xon": h.xon, "size": h.size, "cable_bytes": h.cable_bytes,
+                "response_bytes": h.response_bytes, "phy_bytes": h.phy_bytes,
+            }
+
+    def shared(self) -> dict[str, Any]:
+        """Facts common to every switch: the QoS profile and its tables."""
+        q = self.qos
+        total = buffer_mb(self.fabric) * 1_000_000
+        return {
+            "qos": {
+                "name": q.name,
+                "roce_dscp": list(q.roce_dscp),
+                "lossless_tc": list(q.lossless_tc),
+                "pfc_priorities": q.pfc_priorities,
+                "cnp_dscp": q.cnp_dscp,
+                "cnp_tc": q.cnp_tc,
+                "ecn_min_bytes": q.ecn_min_bytes,
+                "ecn_max_bytes": q.ecn_max_bytes,
+                "ecn_probability_pct": q.ecn_probability_pct,
+                "dscp_to_tc": q.dscp_to_tc(),
+                "tc_to_pg": q.tc_to_pg(),
+                "tc_to_queue": {tc: tc for tc in range(8)},
+                "queues": [_queue_role(q, queue) for queue in range(8)],
+                "roce_tos": q.roce_tos,
+                "pfc_vector": q.pfc_vector(),
+            },
+            "buffer": {
+                "total_bytes": total,
+                "ingress_lossless_pool_bytes": total * 3 // 4,
+                "egress_lossy_pool_bytes": total // 4,
+            },
+            "pfc_wd": PFC_WD,
+            "buffer_profiles": list(self.buffer_profiles.values()),
+            "mtu": self.fabric.spec.mtu,
+            "unnumbered": self.fabric.spec.unnumbered,
+            "bfd": self.fabric.spec.bfd,
+            "loopback_pool": self.fabric.spec.loopback_pool,
+            "host_pool": self.fabric.spec.host_pool,
+        }
+
+    def switches(self) -> Iterator[dict[str, Any]]:
+        """One facts dict per switch, in fabric order."""
+        for v in range(self.fabric.first(1), len(self.fabric.names)):
+            yield self.switch(v)
+
+    def switch(self, v: int) -> dict[str, Any]:
+        """Facts of switch ``v`` (vertex index)."""
+        f, e, spec = self.fabric, self.ends, self.fabric.spec
+        plan = f.plan
+        names = f.names
+        role = ROLES[int(f.tier[v])]
+        lanes = f.addressing.lanes_per_port
+        rows = range(int(e.starts[v]), int(e.starts[v + 1]))
+        used: dict[int, list[dict[str, Any]]] = {}
+        neighbors = []
+        for r in rows:
+            port, lane, peer = int(e.port[r]), int(e.lane[r]), int(e.peer[r])
+            kind = LINK_KINDS[int(e.kind[r])]
+            to_server = int(f.tier[peer]) == 0
+            breakout = plan.breakout if (kind == "node-leaf") else 1
+            name = sonic_port_name(port, lane, lanes, breakout)
+            if to_server:
+                peer_name = f"{names[peer]}:{rdma_device(int(e.peer_port[r]))}"
+            else:
+                peer_name = f"{names[peer]}:{sonic_port_name(int(e.peer_port[r]), 1, lanes, 1)}"
+            ip = ip_text([e.ip[r]])[0] if e.ip[r] else None
+            peer_ip = ip_text([e.peer_ip[r]])[0] if e.peer_ip[r] else None
+            entry = {
+                "name": name,
+                "port": port,
+                "lane": lane,
+                "breakout": breakout,
+                "alias": f"etp{port}" + (chr(ord("a") + lane - 1) if breakout > 1 else ""),
+                "lanes": ",".join(str(x) for x in _lane_numbers(port, lane, lanes, breakout)),
+                "speed_mbps": (spec.nic_gbps if kind == "node-leaf" else spec.port_gbps) * 1000,
+                "kind": kind,
+                "direction": "up" if e.upward[r] else "down",
+                "peer": names[peer],
+                "peer_port": peer_name.split(":", 1)[1],
+                "description": f"to {peer_name}",
+                "ip": f"{ip}/31" if ip else None,
+                "peer_ip": peer_ip,
+                "cable_m": self.cable_m[kind],
+                "buffer_profile": self.buffer_profiles[kind]["name"],
+                "admin_status": "up",
+            }
+            used.setdefault(port, []).append(entry)
+            if not to_server:
+                neighbors.append({
+                    "address": peer_ip,
+                    "local_address": ip,
+                    "interface": name,
+                    "asn": int(f.addressing.asn[peer]),
+                    "peer": names[peer],
+                    "peer_port": entry["peer_port"],
+                })
+        ports = []
+        for port in range(1, spec.radix + 1):
+            if port in used:
+                ports.extend(used[port])
+            else:
+                ports.append({
+                    "name": sonic_port_name(port, 1, lanes, 1), "port": port, "lane": 1, "breakout": 1,
+                    "alias": f"etp{port}", "lanes": ",".join(str(x) for x in _lane_numbers(port, 1, lanes, 1)),
+                    "speed_mbps": spec.port_gbps * 1000, "kind": None, "direction": None, "peer": None,
+                    "peer_port": None, "description": "unused", "ip": None, "peer_ip": None,
+                    "cable_m": None, "buffer_profile": None, "admin_status": "down",
+                })
+        return {
+            "name": names[v],
+            "role": role,
+            "sonic_type": SONIC_TYPES[role],
+            "asn": int(f.addressing.asn[v]),
+            "router_id": self.loopbacks[v],
+            "loopback": self.loopbacks[v],
+            "ports": ports,
+            "active_ports": [p for p in ports if p["kind"] is not None],
+            "server_ports": [p for p in ports if p["kind"] == "node-leaf"],
+            "neighbors": neighbors,
+            "maximum_paths": min(256, spec.radix),
+            "pod": int(f.pod[v]),
+        }
+
+
+def _queue_role(q: QosProfile, queue: int) -> dict[str, Any]:
+    """Scheduler, ECN profile and egress buffer profile of one egress queue."""
+    if queue in q.lossless_tc:
+        return {"queue": queue, "scheduler": "scheduler.lossless", "wred_profile": "ROCE_LOSSLESS",
+                "buffer_profile": "egress_lossless_profile"}
+    scheduler = "scheduler.cnp" if queue == q.cnp_tc else "scheduler.lossy"
+    return {"queue": queue, "scheduler": scheduler, "wred_profile": None,
+            "buffer_profile": "egress_lossy_profile"}
+
+
+def _lane_numbers(port: int, lane: int, lanes: int, breakout: int) -> range:
+    width = lanes // breakout
+    first = (port - 1) * lanes + (lane - 1) * width
+    return range(first, first + width)
+
+
+def _metres(value: float) -> str:
+    return f"{value:g}m"
+
+
+def host_addresses_csv(fabric: Fabric) -> str:
+    """One row per server NIC: node, NIC, RDMA device, address/31, gateway, leaf and its port."""
+    links = fabric.links
+    rows = np.flatnonzero(links.kind == 0)
+    base = fabric.addressing.link_ip[rows]
+    nic_ip = ip_text(base + 1)
+    gateway = ip_text(base)
+    lanes = fabric.addressing.lanes_per_port
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["node", "nic", "rdma_device", "address", "gateway", "leaf", "leaf_port"])
+    names = fabric.names
+    for i, r in enumerate(rows.tolist()):
+        nic = int(links.lo_port[r])
+        writer.writerow([
+            names[links.lo[r]], nic, rdma_device(nic), f"{nic_ip[i]}/31", gateway[i], names[links.hi[r]],
+            sonic_port_name(int(links.hi_port[r]), int(links.lane[r]), lanes, fabric.plan.breakout),
+        ])
+    return out.getvalue()
