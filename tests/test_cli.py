@@ -162,6 +162,8 @@ ERROR_CASES = {
     "bad-flag-value": (["--gpus", "abc"], None),
     "bad-flag-choice": (["--gpus", "1024", "--tiers", "4"], None),
     "unknown-switch-model": ([], "gpus: 1024\nswitch: ndr-64x40\n"),
+    "loopback-pool-too-small": (["--gpus", "1024", "--loopback-pool", "10.0.0.0/28"], None),
+    "address-pools-overlap": (["--gpus", "1024", "--p2p-pool", "10.0.0.0/8"], None),
 }
 
 

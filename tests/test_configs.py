@@ -132,8 +132,9 @@ def check_config_db(data: dict) -> None:
             assert ipaddress.ip_interface(prefix).network.prefixlen == 31
     for table in ("QUEUE", "BUFFER_PG", "BUFFER_QUEUE"):
         for key in data[table]:
-            name, index = key.split("|")
-            assert name in data["PORT"] and 0 <= int(index) <= 7
+            name, queues = key.split("|")
+            first, _, last = queues.partition("-")
+            assert name in data["PORT"] and 0 <= int(first) <= int(last or first) <= 7
     for key, profile in data["BUFFER_PG"].items():
         assert profile["profile"] in data["BUFFER_PROFILE"]
     for profile in data["BUFFER_PROFILE"].values():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -92,6 +93,8 @@ class ConfigFacts:
         spec = fabric.spec
         self.qos: QosProfile = QOS_PROFILES[spec.qos]
         self.ends = _ends(fabric)
+        self.end_ip = ip_text(self.ends.ip)  # dotted quads of every link end, made once
+        self.end_peer_ip = ip_text(self.ends.peer_ip)
         self.loopbacks = [""] * fabric.plan.nodes + ip_text(fabric.addressing.loopback[fabric.plan.nodes:])
         self.cable_m = spec.cable_m
         speeds = {LINK_KINDS[0]: spec.nic_gbps}
@@ -125,6 +128,7 @@ class ConfigFacts:
                 "tc_to_pg": q.tc_to_pg(),
                 "tc_to_queue": {tc: tc for tc in range(8)},
                 "queues": [_queue_role(q, queue) for queue in range(8)],
+                "buffer_queues": _buffer_queue_ranges(q),
                 "roce_tos": q.roce_tos,
                 "pfc_vector": q.pfc_vector(),
             },
@@ -167,8 +171,8 @@ class ConfigFacts:
                 peer_name = f"{names[peer]}:{rdma_device(int(e.peer_port[r]))}"
             else:
                 peer_name = f"{names[peer]}:{sonic_port_name(int(e.peer_port[r]), 1, lanes, 1)}"
-            ip = ip_text([e.ip[r]])[0] if e.ip[r] else None
-            peer_ip = ip_text([e.peer_ip[r]])[0] if e.peer_ip[r] else None
+            ip = self.end_ip[r] if e.ip[r] else None
+            peer_ip = self.end_peer_ip[r] if e.peer_ip[r] else None
             entry = {
                 "name": name,
                 "port": port,
@@ -229,11 +233,31 @@ class ConfigFacts:
 def _queue_role(q: QosProfile, queue: int) -> dict[str, Any]:
     """Scheduler, ECN profile and egress buffer profile of one egress queue."""
     if queue in q.lossless_tc:
-        return {"queue": queue, "scheduler": "scheduler.lossless", "wred_profile": "ROCE_LOSSLESS",
+        role = {"queue": queue, "scheduler": "scheduler.lossless", "wred_profile": "ROCE_LOSSLESS",
                 "buffer_profile": "egress_lossless_profile"}
-    scheduler = "scheduler.cnp" if queue == q.cnp_tc else "scheduler.lossy"
-    return {"queue": queue, "scheduler": scheduler, "wred_profile": None,
-            "buffer_profile": "egress_lossy_profile"}
+    else:
+        scheduler = "scheduler.cnp" if queue == q.cnp_tc else "scheduler.lossy"
+        role = {"queue": queue, "scheduler": scheduler, "wred_profile": None,
+                "buffer_profile": "egress_lossy_profile"}
+    # the QUEUE table value, ready to print (the same for every port)
+    entry = {"scheduler": role["scheduler"]}
+    if role["wred_profile"]:
+        entry["wred_profile"] = role["wred_profile"]
+    role["entry"] = json.dumps(entry)
+    return role
+
+
+def _buffer_queue_ranges(q: QosProfile) -> list[dict[str, str]]:
+    """Egress buffer profiles over runs of queues, as SONiC keys them: ``0-2``, ``3``, ``4-7``."""
+    runs: list[dict[str, Any]] = []
+    for queue in range(8):
+        profile = _queue_role(q, queue)["buffer_profile"]
+        if runs and runs[-1]["profile"] == profile:
+            runs[-1]["last"] = queue
+        else:
+            runs.append({"first": queue, "last": queue, "profile": profile})
+    return [{"queues": f"{r['first']}" if r["first"] == r["last"] else f"{r['first']}-{r['last']}",
+             "profile": r["profile"]} for r in runs]
 
 
 def _lane_numbers(port: int, lane: int, lanes: int, breakout: int) -> range:
