@@ -89,6 +89,47 @@ def _pool_size_error(field: str, pool: ipaddress.IPv4Network, need: int, what: s
             f"use a /{prefix} or larger")
 
 
+def link_counts(plan: Plan) -> tuple[int, int]:
+    """(server links, switch-to-switch links) of a plan."""
+    fabric_links = plan.leaves * plan.leaf_up_ports
+    if plan.tiers == 3:
+        fabric_links += plan.spines * plan.spine_up_ports
+    return plan.nodes * plan.rails, fabric_links
+
+
+def check_addressing(spec: FabricSpec, plan: Plan) -> int:
+    """Raise SpecError when a pool or the private ASN range is too small; return the ASN size."""
+    problems = []
+    switches = plan.leaves + plan.spines + plan.cores
+    loop_pool = ipaddress.IPv4Network(spec.loopback_pool)
+    p2p_pool = ipaddress.IPv4Network(spec.p2p_pool)
+    host_pool = ipaddress.IPv4Network(spec.host_pool)
+    host_links, fabric_links = link_counts(plan)
+    if switches + 2 > loop_pool.num_addresses:
+        problems.append(_pool_size_error("loopback_pool", loop_pool, switches + 2,
+                                         f"{switches:,} switch loopbacks"))
+    if not spec.unnumbered and 2 * fabric_links > p2p_pool.num_addresses:
+        problems.append(_pool_size_error("p2p_pool", p2p_pool, 2 * fabric_links,
+                                         f"{fabric_links:,} switch-to-switch /31s"))
+    if 2 * host_links > host_pool.num_addresses:
+        problems.append(_pool_size_error("host_pool", host_pool, 2 * host_links,
+                                         f"{host_links:,} server-link /31s"))
+    groups = (1 if plan.tiers == 3 else 0) + plan.pods + plan.leaves
+    size = spec.asn_size
+    if size == "auto":
+        size = 2 if groups <= ASN_RANGES[2][1] - ASN_RANGES[2][0] + 1 else 4
+    low, high = ASN_RANGES[size]
+    if groups > high - low + 1:
+        problems.append(
+            f"asn_size={size}: the fabric needs {groups:,} private ASNs (one per leaf, one per pod's "
+            f"spines{', one for the cores' if plan.tiers == 3 else ''}) but {size}-byte private ASNs "
+            f"are {high - low + 1:,} ({low}-{high}); use asn_size=4 or auto"
+        )
+    if problems:
+        raise SpecError(problems)
+    return size
+
+
 def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray) -> Addressing:
     """Addresses and ASNs for a fabric of ``plan`` whose links have kinds ``kind``.
 
@@ -109,36 +150,14 @@ def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray) -> Addressin
     >>> ip_text(a.loopback[plan.nodes:plan.nodes + 2]), ip_text(a.link_ip[[0, 1024]])
     (['10.255.0.1', '10.255.0.2'], ['10.128.0.0', '10.64.0.0'])
     """
-    problems = []
+    size = check_addressing(spec, plan)
+    low, _ = ASN_RANGES[size]
     switches = plan.leaves + plan.spines + plan.cores
     loop_pool = ipaddress.IPv4Network(spec.loopback_pool)
     p2p_pool = ipaddress.IPv4Network(spec.p2p_pool)
     host_pool = ipaddress.IPv4Network(spec.host_pool)
-    host_links = int((kind == 0).sum())
-    fabric_links = int((kind >= 1).sum())
-    if switches + 2 > loop_pool.num_addresses:
-        problems.append(_pool_size_error("loopback_pool", loop_pool, switches + 2,
-                                         f"{switches:,} switch loopbacks"))
-    if not spec.unnumbered and 2 * fabric_links > p2p_pool.num_addresses:
-        problems.append(_pool_size_error("p2p_pool", p2p_pool, 2 * fabric_links,
-                                         f"{fabric_links:,} switch-to-switch /31s"))
-    if 2 * host_links > host_pool.num_addresses:
-        problems.append(_pool_size_error("host_pool", host_pool, 2 * host_links,
-                                         f"{host_links:,} server-link /31s"))
-
-    groups = (1 if plan.tiers == 3 else 0) + plan.pods + plan.leaves
-    size = spec.asn_size
-    if size == "auto":
-        size = 2 if groups <= ASN_RANGES[2][1] - ASN_RANGES[2][0] + 1 else 4
-    low, high = ASN_RANGES[size]
-    if groups > high - low + 1:
-        problems.append(
-            f"asn_size={size}: the fabric needs {groups:,} private ASNs (one per leaf, one per pod's "
-            f"spines{', one for the cores' if plan.tiers == 3 else ''}) but {size}-byte private ASNs "
-            f"are {high - low + 1:,} ({low}-{high}); use asn_size=4 or auto"
-        )
-    if problems:
-        raise SpecError(problems)
+    host_links, fabric_links = int((kind == 0).sum()), int((kind >= 1).sum())
+    assert (host_links, fabric_links) == link_counts(plan)
 
     n = plan.nodes
     total = n + switches

@@ -18,6 +18,7 @@ import click
 import yaml
 
 from . import __version__
+from .addressing import check_addressing
 from .analyze import DEFAULT_SIZES, Analysis, AnalysisOptions, analyze
 from .catalog import switch_catalog
 from .errors import AnalysisError, TopoError
@@ -452,7 +453,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
         spec = spec_from_cli(spec_file, fields)
         out = output or Path(f"{spec.name}-{spec.gpus}gpus")
         check_output_dir(out, force)
-        plan_fabric(spec)  # refuse an impossible spec before any work is shown
+        check_addressing(spec, plan_fabric(spec))  # refuse an impossible spec before any work
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         summary = summarize(fabric)
@@ -511,7 +512,7 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
                 raise AnalysisError([f"{design} is not a design folder written by topo build: no spec.yaml"])
         spec = spec_from_cli(spec_file, fields)
         options.check()
-        plan_fabric(spec)
+        check_addressing(spec, plan_fabric(spec))
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         with progress.stage("analysing"):
