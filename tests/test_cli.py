@@ -262,3 +262,14 @@ def test_analyze_error_golden(case, tmp_path, monkeypatch):
         golden.write_text(record)
     assert record == golden.read_text(), f"regenerate with TOPO_REGEN_GOLDEN=1 if intended:\n{record}"
     assert result.exit_code in (1, 2) and result.stdout == "" and "Traceback" not in result.output
+
+
+def test_hostname_table_travels_with_the_build_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("hosts.csv").write_text("node,hostname\n" + "".join(f"{i},rack{i // 4}-gpu{i % 4}\n" for i in range(32)))
+    assert run("build", "--gpus", 256, "--hostnames", "hosts.csv", "-o", "a", "-q").exit_code == 0
+    assert (tmp_path / "a" / "hostnames.csv").read_text() == Path("hosts.csv").read_text()
+    assert "hostnames: hostnames.csv" in (tmp_path / "a" / "spec.yaml").read_text()
+    assert run("build", "-f", "a/spec.yaml", "-o", "b", "-q").exit_code == 0
+    assert (tmp_path / "a" / "design.json").read_bytes() == (tmp_path / "b" / "design.json").read_bytes()
+    assert '"rack7-gpu3"' in (tmp_path / "b" / "design.json").read_text()

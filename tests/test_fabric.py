@@ -43,7 +43,7 @@ def check_invariants(fabric):
     assert np.array_equal(links.kind, tier[links.lo])
     # ports: switch ports within 1..radix, NICs within 0..nics-1, lanes within 1..breakout
     switch_lo = tier[links.lo] > 0
-    assert links.lo_port[switch_lo].min(initial=1) >= 1 and links.lo_port.max() <= k
+    assert links.lo_port[switch_lo].min(initial=1) >= 1 and links.lo_port[switch_lo].max(initial=1) <= k
     assert links.hi_port.min() >= 1 and links.hi_port.max() <= k
     nic_ports = links.lo_port[~switch_lo]
     assert nic_ports.min() >= 0 and nic_ports.max() < spec.nics_per_node

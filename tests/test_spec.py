@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -21,6 +22,7 @@ def test_defaults_reproduce_the_reference_design():
         "loopback_pool": "10.255.0.0/16", "p2p_pool": "10.64.0.0/11", "host_pool": "10.128.0.0/11",
         "asn_size": "auto", "unnumbered": False, "bfd": False, "qos": "nvidia", "mtu": 9100,
         "cable_node_leaf_m": None, "cable_leaf_spine_m": 50, "cable_spine_core_m": 100,
+        "hostnames": None,
     }
 
 
@@ -131,3 +133,36 @@ def test_tiers_as_float_and_negative_ratios():
 def test_upper_bounds(fields, message):
     with pytest.raises(SpecError, match=message):
         load_spec(fields)
+
+
+def test_hostname_pattern_names_the_servers():
+    from topo import build_fabric
+
+    fabric = build_fabric(load_spec({"gpus": 64, "hostnames": "gpu{number:03d}"}))
+    assert fabric.names[:2] == ("gpu001", "gpu002")
+    assert fabric.names[fabric.first(1)] == "cluster-leaf-su00-r0"
+
+
+def test_hostname_csv_relative_to_the_spec_file(tmp_path):
+    (tmp_path / "hosts.csv").write_text("node,hostname\n1,b-host\n0,a-host\n")
+    (tmp_path / "spec.yaml").write_text("gpus: 16\nhostnames: hosts.csv\n")
+    spec = load_spec(read_spec_file(tmp_path / "spec.yaml"), base_dir=tmp_path)
+    assert spec.hostname_table == ("a-host", "b-host")
+    assert spec.to_dict()["hostnames"] == "hostnames.csv"
+
+
+@pytest.mark.parametrize("hostnames, csv_text, message", [
+    ("gpu", None, "gives nodes 0 and 1 the same host name 'gpu'"),
+    ("gpu_{node}", None, "host name 'gpu_0', which is not a valid host name"),
+    ("gpu{rack}", None, "pattern 'gpu{rack}' cannot be filled"),
+    ("hosts.csv", "node,hostname\n0,a\n1,a\n", "gives nodes 0 and 1 the same host name 'a'"),
+    ("hosts.csv", "node,hostname\n0,a\n0,b\n", "line 3: node 0 is listed twice"),
+    ("hosts.csv", "node,hostname\n0,a\n", "no host name for 1 of 2 nodes"),
+    ("hosts.csv", "host,name\n", "the first line must be the header 'node,hostname'"),
+    ("missing.csv", None, "cannot read"),
+])
+def test_bad_hostnames_are_clear_errors(tmp_path, hostnames, csv_text, message):
+    if csv_text is not None:
+        (tmp_path / hostnames).write_text(csv_text)
+    with pytest.raises(SpecError, match=re.escape(message)):
+        load_spec({"gpus": 16, "hostnames": hostnames}, base_dir=tmp_path)

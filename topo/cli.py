@@ -41,7 +41,7 @@ class TopoClickError(click.ClickException):
         self.lines = error.lines
 
     def show(self, file: Any = None) -> None:
-        stream = file or click.get_text_stream("stderr")
+        stream = file or sys.stderr
         for line in self.lines:
             click.echo(f"Error: {line}", file=stream)
 
@@ -65,7 +65,7 @@ class Progress:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.open_line = False
-        self.tty = click.get_text_stream("stderr").isatty()
+        self.tty = sys.stderr.isatty()
 
     def _echo(self, text: str, nl: bool = True) -> None:
         if not self.quiet:
@@ -138,6 +138,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("cable_node_leaf_m", "--cable-node-leaf-m", {"type": click.FLOAT, "help": "Server-to-leaf cable length [3 m rack, 20 m rail]."}),
     ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": click.FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
     ("cable_spine_core_m", "--cable-spine-core-m", {"type": click.FLOAT, "help": "Spine-to-core cable length [100 m]."}),
+    ("hostnames", "--hostnames", {"metavar": "PATTERN|CSV", "help": "Server host names: a pattern such as 'gpu{number:04d}' ({node} from 0, {number} from 1, {name}) or a CSV file node,hostname [NAME-node0000]."}),
 ]
 
 
@@ -170,7 +171,7 @@ def format_option(func: Callable) -> Callable:
 
 def spec_from_cli(spec_file: Path | None, fields: dict[str, Any]) -> FabricSpec:
     data = read_spec_file(spec_file) if spec_file else {}
-    return load_spec(data, fields)
+    return load_spec(data, fields, base_dir=spec_file.parent if spec_file else None)
 
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20,

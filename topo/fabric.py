@@ -17,7 +17,7 @@ import numpy as np
 
 from .addressing import Addressing, ip_text, plan_addressing
 from .sizing import Plan, plan_fabric
-from .spec import FabricSpec
+from .spec import FabricSpec, node_names
 
 #: Vertex roles by tier number (tier 0 is a server).
 ROLES = ("node", "leaf", "spine", "core")
@@ -106,8 +106,7 @@ def _width(count: int, least: int) -> int:
 def _names(spec: FabricSpec, plan: Plan) -> list[str]:
     """Readable, deterministic, sortable names for every vertex, in index order."""
     p = spec.name
-    wn = _width(plan.nodes, 4)
-    names = [f"{p}-node{n:0{wn}d}" for n in range(plan.nodes)]
+    names = node_names(spec)
     if plan.placement == "rail":
         ws, wr = _width(plan.sus, 2), _width(plan.rails, 1)
         names += [f"{p}-leaf-su{s:0{ws}d}-r{r:0{wr}d}" for s in range(plan.sus) for r in range(plan.rails)]

@@ -21,6 +21,7 @@ import yaml
 from . import __version__
 from .errors import TopoError
 from .fabric import LINK_KINDS, ROLES, Fabric
+from .spec import HOSTNAMES_CSV
 from .summary import Summary
 
 if TYPE_CHECKING:
@@ -261,6 +262,9 @@ def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = N
     }
     if analysis is not None:
         files["analysis.json"] = dump_json(analysis.to_dict())
+    if fabric.spec.hostname_table is not None:
+        files[HOSTNAMES_CSV] = "node,hostname\n" + "".join(
+            f"{i},{host}\n" for i, host in enumerate(fabric.spec.hostname_table))
     return files
 
 

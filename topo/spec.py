@@ -8,9 +8,11 @@ by :func:`topo.sizing.plan_fabric`.
 
 from __future__ import annotations
 
+import csv
+import io
 import ipaddress
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -77,6 +79,9 @@ class FabricSpec:
     cable_node_leaf_m: float | None = None
     cable_leaf_spine_m: float = 50.0
     cable_spine_core_m: float = 100.0
+    hostnames: str | None = None
+    #: host names read from a ``hostnames`` CSV file, by node index (None for a pattern)
+    hostname_table: tuple[str, ...] | None = field(default=None, repr=False)
 
     @property
     def nodes(self) -> int:
@@ -88,6 +93,9 @@ class FabricSpec:
         out = asdict(self)
         out["oversubscription"] = format_ratio(self.oversubscription)
         out["spine_oversubscription"] = format_ratio(self.spine_oversubscription)
+        del out["hostname_table"]
+        if self.hostname_table is not None:
+            out["hostnames"] = HOSTNAMES_CSV  # written beside spec.yaml in a build folder
         for key in ("cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m"):
             value = out[key]
             if isinstance(value, float) and value.is_integer():
@@ -105,7 +113,12 @@ class FabricSpec:
 
 
 #: Field names, in the order they are documented and written.
-FIELDS = tuple(f.name for f in fields(FabricSpec))
+FIELDS = tuple(f.name for f in fields(FabricSpec) if f.name != "hostname_table")
+#: File name of a host-name table in a build folder.
+HOSTNAMES_CSV = "hostnames.csv"
+#: Fields a host-name pattern may use.
+HOSTNAME_FIELDS = ("node", "number", "name")
+_HOSTNAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
 def format_ratio(value: Fraction) -> int | float | str:
@@ -274,8 +287,86 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "cable_node_leaf_m": _optional_metres,
     "cable_leaf_spine_m": _metres,
     "cable_spine_core_m": _metres,
+    "hostnames": lambda value: None if value is None else _text(value),
 }
 assert set(_READERS) == set(FIELDS)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a pattern such as 'gpu{{node:04d}}' or a CSV file, got {value!r}")
+    return value
+
+
+def default_hostname(name: str, nodes: int) -> str:
+    """The pattern used when ``hostnames`` is not given: ``{name}-node0000`` ..."""
+    width = max(4, len(str(max(nodes - 1, 0))))
+    return f"{name}-node{{node:0{width}d}}"
+
+
+def hostnames_from_pattern(pattern: str, name: str, nodes: int) -> list[str]:
+    """Host names of ``nodes`` servers from a pattern with {node} (from 0), {number} (from 1), {name}.
+
+    >>> hostnames_from_pattern("gpu{number:03d}", "c", 3)
+    ['gpu001', 'gpu002', 'gpu003']
+    """
+    try:
+        return [pattern.format(node=i, number=i + 1, name=name) for i in range(nodes)]
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        raise ValueError(
+            f"pattern {pattern!r} cannot be filled ({type(exc).__name__}: {exc}); it may use "
+            f"{{node}} (from 0), {{number}} (from 1) and {{name}}, e.g. 'gpu{{number:04d}}'"
+        ) from None
+
+
+def read_hostname_table(path: Path, nodes: int) -> list[str]:
+    """Host names by node index from a CSV file with the columns ``node,hostname``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path} ({exc.strerror or exc})") from None
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or [c.strip() for c in rows[0]] != ["node", "hostname"]:
+        raise ValueError(f"{path}: the first line must be the header 'node,hostname'")
+    names: dict[int, str] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) != 2 or not row[0].strip().isdigit():
+            raise ValueError(f"{path}, line {line}: expected 'node,hostname' with a node index, got {','.join(row)!r}")
+        node, host = int(row[0]), row[1].strip()
+        if node >= nodes:
+            raise ValueError(f"{path}, line {line}: node {node} is beyond the fabric's {nodes} nodes (0-{nodes - 1})")
+        if node in names:
+            raise ValueError(f"{path}, line {line}: node {node} is listed twice")
+        names[node] = host
+    missing = [i for i in range(nodes) if i not in names]
+    if missing:
+        shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")
+        raise ValueError(f"{path}: no host name for {len(missing)} of {nodes} nodes ({shown})")
+    return [names[i] for i in range(nodes)]
+
+
+def check_hostnames(names: list[str], source: str) -> None:
+    """Every name a valid, unique host name (RFC 1123 label), or ValueError naming the first bad one."""
+    for i, host in enumerate(names):
+        if not _HOSTNAME_RE.fullmatch(host):
+            raise ValueError(
+                f"{source} gives node {i} the host name {host!r}, which is not a valid host name "
+                f"(letters, digits and '-', at most 63, not starting or ending with '-')")
+    seen: dict[str, int] = {}
+    for i, host in enumerate(names):
+        if host in seen:
+            raise ValueError(f"{source} gives nodes {seen[host]} and {i} the same host name {host!r}")
+        seen[host] = i
+
+
+def node_names(spec: "FabricSpec") -> list[str]:
+    """Host names of the spec's servers, by node index."""
+    if spec.hostname_table is not None:
+        return list(spec.hostname_table)
+    pattern = spec.hostnames or default_hostname(spec.name, spec.nodes)
+    return hostnames_from_pattern(pattern, spec.name, spec.nodes)
 
 
 class _SpecLoader(yaml.SafeLoader):
@@ -325,7 +416,8 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
 
 
 def load_spec(
-    data: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
+    data: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None,
+    base_dir: str | Path | None = None,
 ) -> FabricSpec:
     """Validate a spec mapping (plus overrides, e.g. CLI flags) into a :class:`FabricSpec`.
 
@@ -335,6 +427,9 @@ def load_spec(
         Fields as read from a spec file.
     overrides : mapping, optional
         Fields that win over ``data``; ``None`` values are ignored (a flag not given).
+    base_dir : path, optional
+        Folder that a ``hostnames`` CSV path in ``data`` is relative to (the spec file's folder);
+        a path given in ``overrides`` is relative to the working folder.
 
     Raises
     ------
@@ -378,9 +473,36 @@ def load_spec(
     if values.get("nics_per_node") is None:
         values["nics_per_node"] = values.get("gpus_per_node", 8)
     _check_relations(values, problems)
+    if not problems:
+        _resolve_hostnames(values, overrides or {}, base_dir, problems)
     if problems:
         raise SpecError(problems)
     return FabricSpec(**values)
+
+
+def _resolve_hostnames(values: dict[str, Any], overrides: Mapping[str, Any],
+                       base_dir: str | Path | None, problems: list[str]) -> None:
+    """Check the host names now (the node count is known), reading a CSV table if one is named."""
+    given = values.get("hostnames")
+    nodes = values["gpus"] // values["gpus_per_node"]
+    try:
+        if given is None:
+            names = hostnames_from_pattern(default_hostname(values["name"], nodes), values["name"], nodes)
+            source = "the default pattern"
+        else:
+            path = Path(given)
+            if not path.is_absolute() and overrides.get("hostnames") is None and base_dir is not None:
+                path = Path(base_dir) / path
+            if given.lower().endswith(".csv") or path.is_file():
+                names = read_hostname_table(path, nodes)
+                values["hostname_table"] = tuple(names)
+                source = str(path)
+            else:
+                names = hostnames_from_pattern(given, values["name"], nodes)
+                source = f"pattern {given!r}"
+        check_hostnames(names, source)
+    except ValueError as exc:
+        problems.append(f"hostnames: {exc}")
 
 
 def _merge_switch_model(values: dict[str, Any], given: Mapping[str, Any], problems: list[str]) -> None:
