@@ -138,6 +138,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("cable_node_leaf_m", "--cable-node-leaf-m", {"type": click.FLOAT, "help": "Server-to-leaf cable length [3 m rack, 20 m rail]."}),
     ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": click.FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
     ("cable_spine_core_m", "--cable-spine-core-m", {"type": click.FLOAT, "help": "Spine-to-core cable length [100 m]."}),
+    ("server", "--server", {"metavar": "PROFILE|YAML", "help": "Server profile for NCCL topology files: a name from 'topo servers' or a YAML file [one matching GPUs and NICs per node]."}),
     ("hostnames", "--hostnames", {"metavar": "PATTERN|CSV", "help": "Server host names: a pattern such as 'gpu{number:04d}' ({node} from 0, {number} from 1, {name}) or a CSV file node,hostname [NAME-node0000]."}),
 ]
 

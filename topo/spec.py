@@ -80,6 +80,7 @@ class FabricSpec:
     cable_leaf_spine_m: float = 50.0
     cable_spine_core_m: float = 100.0
     hostnames: str | None = None
+    server: str | None = None
     #: host names read from a ``hostnames`` CSV file, by node index (None for a pattern)
     hostname_table: tuple[str, ...] | None = field(default=None, repr=False)
 
@@ -288,6 +289,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "cable_leaf_spine_m": _metres,
     "cable_spine_core_m": _metres,
     "hostnames": lambda value: None if value is None else _text(value),
+    "server": lambda value: None if value is None else _text(value),
 }
 assert set(_READERS) == set(FIELDS)
 
