@@ -289,16 +289,18 @@ def _bottlenecks(fabric: Fabric, routes: Routes, rates: Rates, connection_gbps: 
     sub = (slow_conns[:, None] * q + np.arange(q)[None, :]).ravel()
     on_path = routes.resources[sub]
     on_path = np.unique(on_path[on_path >= 0])
-    saturated = on_path[rates.utilisation[on_path] >= 0.999]
-    kinds = _resource_kinds(routes, fabric)[saturated]
+    utilisation = rates.utilisation
+    all_kinds = _resource_kinds(routes, fabric)
+    saturated = on_path[utilisation[on_path] >= 0.999]
+    kinds = all_kinds[saturated]
     by_kind = {RESOURCE_KINDS[k]: int(c) for k, c in enumerate(np.bincount(kinds, minlength=len(RESOURCE_KINDS))) if c}
     is_nic = kinds < 2
     order = np.lexsort((saturated, -rates.subflows[saturated], is_nic))
     top = []
     for r in saturated[order][:limit]:
         entry = routes.describe(fabric, int(r))
-        entry.update(kind=RESOURCE_KINDS[_resource_kinds(routes, fabric)[r]],
-                     subflows=int(rates.subflows[r]), utilisation=round(float(rates.utilisation[r]), 4))
+        entry.update(kind=RESOURCE_KINDS[all_kinds[r]],
+                     subflows=int(rates.subflows[r]), utilisation=round(float(utilisation[r]), 4))
         top.append(entry)
     return {"slowest_connections": int(slow_conns.size), "saturated_by_kind": by_kind, "top": top}
 
