@@ -56,6 +56,7 @@ def frr_check(path: Path) -> list[str]:
 
 SHAPES = {
     "two-tier": dict(gpus=256),
+    "same-cable-lengths": dict(gpus=256, cable_node_leaf_m=50),
     "two-tier-unnumbered-bfd": dict(gpus=256, unnumbered=True, bfd=True, qos="sonic"),
     "three-tier": dict(gpus=16, gpus_per_node=1, radix=4, tiers=3),
     "breakout-800g": dict(gpus=128, switch="eth-51t-64x800"),
@@ -113,6 +114,12 @@ def test_frr_checker_catches_a_broken_file(tmp_path):
     assert frr_check(bad)
 
 
+def _no_duplicate_keys(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
+    return dict(pairs)
+
+
 def check_config_db(data: dict) -> None:
     assert set(data) <= SONIC_TABLES, set(data) - SONIC_TABLES
     meta = data["DEVICE_METADATA"]["localhost"]
@@ -149,7 +156,8 @@ def check_config_db(data: dict) -> None:
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_config_db_is_valid(shape):
     _, files = configs(**SHAPES[shape])
-    dbs = [json.loads(text) for rel, text in files.items() if rel.endswith("config_db.json")]
+    dbs = [json.loads(text, object_pairs_hook=_no_duplicate_keys)
+           for rel, text in files.items() if rel.endswith("config_db.json")]
     assert dbs
     for data in dbs:
         check_config_db(data)
@@ -243,6 +251,9 @@ def test_pfc_headroom_follows_the_formula_per_port_speed_and_cable():
     assert db["BUFFER_PG"]["Ethernet0|3"]["profile"] == "pg_lossless_400000_100m_profile"
     assert db["CABLE_LENGTH"]["AZURE"]["Ethernet0"] == "100m"
     assert db["CABLE_LENGTH"]["AZURE"]["Ethernet128"] == "100m"  # spine-core uplinks, default 100 m
+    _, sonic = configs(gpus=256, qos="sonic", cable_node_leaf_m=50)
+    db = json.loads(sonic["switches/cluster-leaf-su00-r0/config_db.json"])
+    assert db["BUFFER_PG"]["Ethernet0|3-4"]["profile"] == "pg_lossless_400000_50m_profile"
 
 
 def test_breakout_ports_are_named_by_lane():
@@ -266,7 +277,7 @@ def test_host_script_is_valid_bash_and_matches_the_switches(tmp_path):
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     run = subprocess.run(["bash", str(script), "--dry-run"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert "cma_roce_tos -d mlx5_0 -t 104" in run.stdout  # DSCP 26 << 2
+    assert "cma_roce_tos -d mlx5_0 -t 106" in run.stdout  # DSCP 26 << 2, ECT(0)
     assert "--trust dscp --pfc 0,0,0,1,0,0,0,0" in run.stdout
     assert "echo 48 > /sys/class/net/" in run.stdout
     shellcheck = shutil.which("shellcheck")
@@ -307,3 +318,25 @@ def test_a_user_template_that_breaks_json_is_an_error(tmp_path):
     fabric = build_fabric(load_spec({"gpus": 256}))
     with pytest.raises(TemplateError, match=r"made invalid JSON for cluster-leaf-su00-r0"):
         dict(config_files(fabric, [tmp_path]))
+
+
+def test_a_breakout_wider_than_the_lanes_of_a_port_is_refused():
+    with pytest.raises(SpecError, match=r"nic_gbps=50 on port_gbps=400 is a breakout into 8 links, but a "
+                                        r"port has 4 SerDes lanes"):
+        build_fabric(load_spec({"gpus": 256, "nic_gbps": 50}))
+
+
+def test_topo_templates_reports_template_mistakes_without_traceback(tmp_path):
+    (tmp_path / "frr").mkdir()
+    (tmp_path / "frr" / "policy.j2").write_text("{% if %}\n")
+    result = CliRunner().invoke(main, ["templates", "--templates", str(tmp_path)], prog_name="topo")
+    assert result.exit_code == 1 and result.stderr.startswith("Error: template frr/policy.j2")
+    (tmp_path / "frr" / "policy.j2").write_text('{% include "frr/nowhere.j2" %}\n')
+    result = CliRunner().invoke(main, ["templates", "--templates", str(tmp_path)], prog_name="topo")
+    assert result.exit_code == 1 and "frr/nowhere.j2 not found" in result.stderr
+
+
+def test_host_script_is_executable_in_the_build_folder(tmp_path):
+    result = CliRunner().invoke(main, ["build", "--gpus", "64", "-o", str(tmp_path / "b"), "-q"], prog_name="topo")
+    assert result.exit_code == 0
+    assert (tmp_path / "b" / "hosts" / "roce-qos.sh").stat().st_mode & 0o111

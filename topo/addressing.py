@@ -114,6 +114,12 @@ def check_addressing(spec: FabricSpec, plan: Plan) -> int:
     if 2 * host_links > host_pool.num_addresses:
         problems.append(_pool_size_error("host_pool", host_pool, 2 * host_links,
                                          f"{host_links:,} server-link /31s"))
+    lanes = lanes_per_port(spec)
+    if plan.breakout > lanes:
+        problems.append(
+            f"nic_gbps={spec.nic_gbps} on port_gbps={spec.port_gbps} is a breakout into {plan.breakout} "
+            f"links, but a port has {lanes} SerDes lanes; at most {lanes} links per port "
+            f"(nic_gbps of {spec.port_gbps // lanes} or more)")
     groups = (1 if plan.tiers == 3 else 0) + plan.pods + plan.leaves
     size = spec.asn_size
     if size == "auto":

@@ -306,8 +306,8 @@ def summary_table(summary: Summary) -> str:
         f"{s.name}: {s.gpus:,} GPUs on {s.nodes:,} nodes ({_plural(s.gpus_per_node, 'GPU')}, "
         f"{s.nics_per_node} x {s.nic_gbps}G {'NIC' if s.nics_per_node == 1 else 'NICs'} each), "
         f"{kind}, {s.tiers} tiers",
-        f"switches: radix {s.radix} x {s.port_gbps}G{model}; {s.scalable_units:,} {unit} of "
-        f"{_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" if s.tiers == 3 else ""),
+        f"switches: radix {s.radix} x {s.port_gbps}G{model}; "
+        f"{_plural(s.scalable_units, unit[:-1])} of {_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" if s.tiers == 3 else ""),
         f"parallel links: {s.leaf_spine_parallel} per leaf-spine pair"
         + (f", {s.spine_core_parallel} per spine-core pair" if s.tiers == 3 else ""),
         "",

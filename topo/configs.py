@@ -119,6 +119,7 @@ class ConfigFacts:
                 "roce_dscp": list(q.roce_dscp),
                 "lossless_tc": list(q.lossless_tc),
                 "pfc_priorities": q.pfc_priorities,
+                "lossless_pg_key": _range_key(q.lossless_tc),
                 "cnp_dscp": q.cnp_dscp,
                 "cnp_tc": q.cnp_tc,
                 "ecn_min_bytes": q.ecn_min_bytes,
@@ -138,7 +139,7 @@ class ConfigFacts:
                 "egress_lossy_pool_bytes": total // 4,
             },
             "pfc_wd": PFC_WD,
-            "buffer_profiles": list(self.buffer_profiles.values()),
+            "buffer_profiles": list({b["name"]: b for b in self.buffer_profiles.values()}.values()),
             "mtu": self.fabric.spec.mtu,
             "unnumbered": self.fabric.spec.unnumbered,
             "bfd": self.fabric.spec.bfd,
@@ -245,6 +246,13 @@ def _queue_role(q: QosProfile, queue: int) -> dict[str, Any]:
         entry["wred_profile"] = role["wred_profile"]
     role["entry"] = json.dumps(entry)
     return role
+
+
+def _range_key(values: tuple[int, ...]) -> str:
+    """``3`` or ``3-4``: a run of consecutive priority groups as SONiC keys it."""
+    first, last = min(values), max(values)
+    assert list(values) == list(range(first, last + 1)), values
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def _buffer_queue_ranges(q: QosProfile) -> list[dict[str, str]]:

@@ -57,8 +57,12 @@ class QosProfile:
 
     @property
     def roce_tos(self) -> int:
-        """IP ToS byte a host puts on RoCE packets (first RoCE DSCP, ECN-capable)."""
-        return self.roce_dscp[0] << 2
+        """IP ToS byte a host puts on RoCE packets: the first RoCE DSCP, ECN-capable (ECT(0)).
+
+        >>> QOS_PROFILES["nvidia"].roce_tos
+        106
+        """
+        return self.roce_dscp[0] << 2 | 0b10
 
     @property
     def pfc_priorities(self) -> str:

@@ -80,6 +80,17 @@ def template_sources(user_dirs: Iterable[str | Path] = ()) -> list[dict[str, Any
     """For every output: its template, the templates that one includes, and where each is found."""
     env = template_environment(user_dirs)
     rows = []
+    try:
+        _collect_sources(env, rows)
+    except jinja2.TemplateNotFound as exc:
+        raise TemplateError(f"template {exc.name} not found") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"template {_short(env, exc.filename or exc.name or '?')}, line {exc.lineno}: "
+                            f"{exc.message}") from None
+    return rows
+
+
+def _collect_sources(env: jinja2.Environment, rows: list[dict[str, Any]]) -> None:
     for output, template, scope in OUTPUTS:
         names = [template]
         seen: set[str] = set()
@@ -91,9 +102,8 @@ def template_sources(user_dirs: Iterable[str | Path] = ()) -> list[dict[str, Any
             source, filename, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
             rows.append({"output": output, "for": scope, "template": name, "file": filename,
                          "from": "user" if not filename.startswith(str(packaged_template_dir())) else "package"})
-            parsed = env.parse(source)
+            parsed = env.parse(source, name, filename)
             names += [n for n in jinja2.meta.find_referenced_templates(parsed) if n]
-    return rows
 
 
 def packaged_template_dir() -> Path:

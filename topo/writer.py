@@ -48,6 +48,8 @@ def write_tree(
             path.parent.mkdir(parents=True, exist_ok=True)
             data = content.encode("utf-8") if isinstance(content, str) else content
             path.write_bytes(data)
+            if rel.endswith(".sh"):
+                os.chmod(path, 0o755)
         os.chmod(tmp, 0o755)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))

@@ -9,7 +9,7 @@
 set -euo pipefail
 
 DEVICES=(mlx5_0)
-ROCE_TOS=104
+ROCE_TOS=106
 PFC=0,0,0,1,0,0,0,0
 CNP_DSCP=48
 CNP_PRIO=6
@@ -28,8 +28,11 @@ if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; fi
 
 for dev in "${DEVICES[@]}"; do
   netdir=(/sys/class/infiniband/"$dev"/device/net/*)
-  netdev=$(basename "${netdir[0]}")
-  if [ "${DRY_RUN:-0}" != 1 ] && [ ! -e "${netdir[0]}" ]; then
+  if [ -e "${netdir[0]}" ]; then
+    netdev=$(basename "${netdir[0]}")
+  elif [ "${DRY_RUN:-0}" = 1 ]; then
+    netdev="<netdev-of-$dev>"
+  else
     echo "roce-qos: no network device for $dev" >&2
     exit 1
   fi
