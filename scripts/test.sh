@@ -5,8 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Real validators from the system's package manager: FRR checks every frr.conf with its own
-# parser. Tests that need a validator that is missing are skipped, saying why.
-APT_PACKAGES=(frr)
+# parser, a throw-away slurmctld reads topology.conf, Open MPI maps the hostfile, Graphviz renders
+# the DOT files, shellcheck reads the host script. Tests whose validator is missing are skipped,
+# saying why.
+APT_PACKAGES=(frr slurmctld slurm-client openmpi-bin graphviz shellcheck)
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
   for pkg in "${APT_PACKAGES[@]}"; do

@@ -37,7 +37,8 @@ def test_build_defaults_writes_the_design_folder(tmp_path):
     result = run("build", "--gpus", 1024, "-o", out)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
-        "README.md", "analysis.json", "design.json", "hosts", "spec.yaml", "summary.json", "switches"]
+        "README.md", "analysis.json", "bom.csv", "cabling.csv", "containerlab", "design.json", "graph",
+        "hosts", "nccl", "placement", "spec.yaml", "summary.json", "switches"]
     assert len(list((out / "switches").iterdir())) == 48
     assert "leaf" in result.stdout and "1,024" in result.stdout
     assert "topo: building 1,024 GPUs" in result.stderr
@@ -112,9 +113,10 @@ def test_a_failure_while_writing_leaves_no_folder(tmp_path, monkeypatch):
     import topo.cli
 
     def broken(*args, **kwargs):
-        return {"ok.txt": "fine", "bad.txt": object()}  # not text: writing it fails
+        yield "ok.txt", "fine"
+        yield "bad.txt", object()  # not text: writing it fails
 
-    monkeypatch.setattr(topo.cli, "core_files", broken)
+    monkeypatch.setattr(topo.cli, "build_files", broken)
     out = tmp_path / "d"
     with pytest.raises(TypeError):
         run("build", "--gpus", 256, "-o", out, "-q")
@@ -127,7 +129,7 @@ def test_a_failure_with_force_keeps_the_old_folder(tmp_path, monkeypatch):
     out = tmp_path / "d"
     run("build", "--gpus", 256, "-o", out, "-q")
     before = (out / "design.json").read_bytes()
-    monkeypatch.setattr(topo.cli, "core_files", lambda *a, **k: {"bad.txt": object()})
+    monkeypatch.setattr(topo.cli, "build_files", lambda *a, **k: iter([("bad.txt", object())]))
     with pytest.raises(TypeError):
         run("build", "--gpus", 1024, "-o", out, "--force", "-q")
     assert (out / "design.json").read_bytes() == before

@@ -1,9 +1,10 @@
 """Golden outputs of every example in examples/.
 
 Each example's build folder is compared with tests/golden/<example>/ (a file in a subfolder is
-stored as ``sub__file``). Small designs keep every file; for large ones design.json is left out of
-the golden copy (its summary is there), and of the switch configs only those of the first leaf,
-spine and core are kept. When a
+stored as ``sub__file``). Small designs keep every file; for large ones the files with a line per link or
+GPU (design.json, the GraphML and full DOT graphs, cabling.csv, the server addresses, the rankfile,
+the containerlab lab) are left out of the golden copy, and of the switch configs only those of the
+first leaf, spine and core are kept. When a
 change is intended, regenerate with::
 
     TOPO_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py
@@ -25,8 +26,10 @@ from topo.summary import summarize
 
 from .conftest import EXAMPLES, GOLDEN, REGEN
 
-#: design.json above this many links is too large to keep as a golden file
+#: files with a line per link or per GPU are too large to keep as golden files above this many links
 FULL_GOLDEN_MAX_LINKS = 3000
+BULK = {"design.json", "graph/fabric.graphml", "graph/fabric.dot", "cabling.csv", "hosts/addresses.csv",
+        "placement/rankfile"}
 
 
 def rendered(example):
@@ -34,7 +37,8 @@ def rendered(example):
     fabric = build_fabric(load_spec(read_spec_file(example)))
     files = render_build(fabric, summarize(fabric), analyze(fabric))
     if len(fabric.links) > FULL_GOLDEN_MAX_LINKS:
-        files.pop("design.json")
+        for rel in [rel for rel in files if rel in BULK or rel.endswith(".clab.yml")]:
+            files.pop(rel)
     firsts = {fabric.names[fabric.first(t)] for t in (1, 2, 3) if fabric.count(t)}
     return {rel.replace("/", "__"): text for rel, text in files.items()
             if not rel.startswith("switches/") or rel.split("/")[1] in firsts}

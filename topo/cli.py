@@ -24,7 +24,9 @@ from .catalog import switch_catalog
 from .errors import AnalysisError, TopoError
 from .fabric import build_fabric
 from .configs import is_ethernet
-from .render import config_files, core_files, readme, template_sources
+from .cabling import plan_cabling
+from .render import build_files, template_sources
+from .servers import resolve_server, server_profiles
 from .sizing import plan_fabric
 from .spec import FabricSpec, load_spec, read_spec_file
 from .summary import Summary, summarize
@@ -334,6 +336,16 @@ def headline(analysis: Analysis) -> dict[str, Any]:
     }
 
 
+def cabling_line(cabling: Any) -> str:
+    """Cables, transceivers and power in one line."""
+    d = cabling.to_dict()
+    media = ", ".join(f"{count:,} {medium}" for medium, count in d["links_by_medium"].items())
+    power = d["power_w"]["total"]
+    watts = f"network power {power:,.0f} W" if power is not None else "power unknown (no switch model)"
+    return (f"cabling: {d['cables']['total']:,} cables ({media}); {d['transceivers']['total']:,} "
+            f"transceivers; {watts}")
+
+
 def headline_lines(analysis: Analysis) -> list[str]:
     h = headline(analysis)
     o = analysis.options
@@ -453,9 +465,11 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
     progress = Progress(quiet)
     with user_errors():
         spec = spec_from_cli(spec_file, fields)
+        base_dir = spec_file.parent if spec_file else None
         out = output or Path(f"{spec.name}-{spec.gpus}gpus")
         check_output_dir(out, force)
         check_addressing(spec, plan_fabric(spec))  # refuse an impossible spec before any work
+        server = resolve_server(spec, base_dir)
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         summary = summarize(fabric)
@@ -465,21 +479,23 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
                 analysis = analyze(fabric)
         configs = not no_configs and is_ethernet(fabric)
         switches = len(fabric.names) - fabric.plan.nodes
-
-        def files():
-            yield from core_files(fabric, summary, analysis).items()
-            if configs:
-                yield from config_files(fabric, templates, progress=progress.counter(
-                    f"configs of {switches:,} switches", switches))
-            yield "README.md", readme(fabric, summary, analysis, templates, configs)
-
+        cabling = plan_cabling(fabric)
+        files = build_files(
+            fabric, summary, analysis, templates, configs, base_dir, cabling, server,
+            progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None)
         with progress.stage(f"writing {out}/"):
-            count = write_tree(out, files(), force=force)
+            count = write_tree(out, files, force=force)
         progress.say(f"wrote {count:,} files")
+        if server.generic:
+            progress.say(f"warning: no shipped server profile has {spec.gpus_per_node} GPUs and "
+                         f"{spec.nics_per_node} x {spec.nic_gbps}G NICs; nccl/ holds a generic profile "
+                         f"whose bus ids are placeholders (describe your server with --server FILE)")
     data = summary.to_dict()
+    data["cabling"] = cabling.to_dict()
     if analysis is not None:
         data["analysis"] = headline(analysis)
     lines = headline_lines(analysis) if analysis is not None else []
+    lines.append(cabling_line(cabling))
     emit(data, fmt, lambda: "\n".join([summary_table(summary), "", *lines]).rstrip())
 
 
@@ -542,6 +558,22 @@ def templates_command(templates: tuple[Path, ...], fmt: str) -> None:
     emit({"templates": rows}, fmt, lambda: format_table(
         ["output", "for", "template", "from", "file"],
         [[r["output"], r["for"], r["template"], r["from"], r["file"]] for r in rows]))
+
+
+@main.command(name="servers")
+@format_option
+def servers_command(fmt: str) -> None:
+    """List the server profiles NCCL topology files are written for (use one with --server NAME).
+
+    \b
+    Examples:
+      topo servers
+      topo build --gpus 1024 --nics-per-node 4 --server hgx-h100-4nic
+    """
+    profiles = server_profiles()
+    data = {name: profile.to_dict() for name, profile in profiles.items()}
+    rows = [[p.name, p.gpu_count, p.nic_count, p.nic_gbps, p.description] for p in profiles.values()]
+    emit(data, fmt, lambda: format_table(["profile", "GPUs", "NICs", "NIC Gb/s", "description"], rows))
 
 
 @main.command()

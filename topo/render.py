@@ -26,19 +26,31 @@ from .summary import Summary
 
 if TYPE_CHECKING:
     from .analyze import Analysis
+    from .cabling import Cabling
+    from .servers import ServerProfile
 
 
 class TemplateError(TopoError):
     """A template that fails to render: names the template, the line and what went wrong."""
 
 
-#: Every templated output: (output path, template, what it is rendered for).
+#: Every templated output of the core build and the configs: (output path, template, rendered for).
 OUTPUTS = (
     ("README.md", "summary.md.j2", "the build"),
     ("switches/<switch>/config_db.json", "sonic/config_db.json.j2", "each Ethernet switch"),
     ("switches/<switch>/frr.conf", "frr/frr.conf.j2", "each Ethernet switch"),
     ("hosts/roce-qos.sh", "host/roce-qos.sh.j2", "the node type"),
 )
+
+
+def all_outputs() -> tuple[tuple[str, str, str], ...]:
+    """Every templated output of a build, the other modules' included."""
+    from .exports import EXPORT_OUTPUTS
+    from .placement import PLACEMENT_OUTPUTS
+
+    return (OUTPUTS + tuple((path, template, "the job scheduler and launcher")
+                            for path, template in PLACEMENT_OUTPUTS)
+            + (("nccl/<server>.env", "nccl/nccl.env.j2", "the server type"),) + EXPORT_OUTPUTS)
 
 
 def _template_location(exc: BaseException) -> tuple[str | None, int | None]:
@@ -91,7 +103,7 @@ def template_sources(user_dirs: Iterable[str | Path] = ()) -> list[dict[str, Any
 
 
 def _collect_sources(env: jinja2.Environment, rows: list[dict[str, Any]]) -> None:
-    for output, template, scope in OUTPUTS:
+    for output, template, scope in all_outputs():
         names = [template]
         seen: set[str] = set()
         while names:
@@ -263,13 +275,41 @@ def design_json(fabric: Fabric) -> str:
     return "\n".join(lines) + "\n"
 
 
-def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None) -> dict[str, str]:
-    """The design files of a build folder (not the configs, not README.md)."""
-    files = {
-        "spec.yaml": yaml.safe_dump(fabric.spec.to_dict(), sort_keys=False),
+SERVER_YAML = "server.yaml"
+
+
+def _server_file(fabric: Fabric, base_dir: str | Path | None) -> Path | None:
+    """The user's server profile file, when the spec names one (not a shipped profile)."""
+    from .servers import server_profiles
+
+    name = fabric.spec.server
+    if name is None or name in server_profiles():
+        return None
+    path = Path(name)
+    return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+
+
+def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
+               cabling: "Cabling | None" = None, base_dir: str | Path | None = None) -> dict[str, str]:
+    """The design files of a build folder (not the configs and other outputs, not README.md).
+
+    Inputs the spec names by path (a host-name table, a server profile) are copied in, and
+    ``spec.yaml`` names the copies, so that ``topo build -f spec.yaml`` rebuilds the same folder.
+    """
+    spec = fabric.spec.to_dict()
+    files: dict[str, str] = {}
+    server_file = _server_file(fabric, base_dir)
+    if server_file is not None:
+        files[SERVER_YAML] = server_file.read_text(encoding="utf-8")
+        spec["server"] = SERVER_YAML
+    summary_data = summary.to_dict()
+    if cabling is not None:
+        summary_data["cabling"] = cabling.to_dict()
+    files.update({
+        "spec.yaml": yaml.safe_dump(spec, sort_keys=False),
         "design.json": design_json(fabric),
-        "summary.json": dump_json(summary.to_dict()),
-    }
+        "summary.json": dump_json(summary_data),
+    })
     if analysis is not None:
         files["analysis.json"] = dump_json(analysis.to_dict())
     if fabric.spec.hostname_table is not None:
@@ -279,9 +319,11 @@ def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = N
 
 
 def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
-           user_dirs: Iterable[str | Path] = (), configs: bool = True) -> str:
+           user_dirs: Iterable[str | Path] = (), configs: bool = True,
+           cabling: "Cabling | None" = None, server: "ServerProfile | None" = None) -> str:
     """The build folder's README.md, from the template ``summary.md.j2``."""
     from .configs import is_ethernet
+    from .exports import FULL_DOT_MAX_LINKS
 
     env = template_environment(user_dirs)
     context = {
@@ -293,15 +335,47 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
         "analysis": analysis.to_dict() if analysis is not None else None,
         "configs": configs and is_ethernet(fabric),
         "switch_count": len(fabric.names) - fabric.plan.nodes,
+        "cabling": cabling.to_dict() if cabling is not None else None,
+        "server": server.name if server is not None else None,
+        "full_dot": len(fabric.links) <= FULL_DOT_MAX_LINKS,
     }
     return render_template(env, "summary.md.j2", context)
 
 
-def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
-                 user_dirs: Iterable[str | Path] = (), configs: bool = True) -> dict[str, str]:
-    """Every file of a build folder, by relative path, in memory (the CLI streams them instead)."""
-    files = core_files(fabric, summary, analysis)
+def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
+                user_dirs: Iterable[str | Path] = (), configs: bool = True,
+                base_dir: str | Path | None = None, cabling: "Cabling | None" = None,
+                server: "ServerProfile | None" = None,
+                progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, str]]:
+    """Every file of a build folder as ``(path, text)``, made one after the other.
+
+    ``configs`` false (or an InfiniBand switch model) leaves out the switch and host configs and the
+    containerlab lab. ``progress(switches_done)`` follows the switch configs, the longest part.
+    """
+    from .cabling import cabling_files, plan_cabling
+    from .configs import is_ethernet
+    from .exports import export_files
+    from .nccl import nccl_files
+    from .placement import placement_files
+    from .servers import resolve_server
+
+    user_dirs = tuple(user_dirs)
+    configs = configs and is_ethernet(fabric)
+    cabling = cabling if cabling is not None else plan_cabling(fabric)
+    server = server if server is not None else resolve_server(fabric.spec, base_dir)
+    env = template_environment(user_dirs)
+    yield from core_files(fabric, summary, analysis, cabling, base_dir).items()
+    yield from placement_files(fabric, env).items()
+    yield from nccl_files(fabric, server, analysis, env, base_dir=base_dir).items()
+    yield from cabling_files(fabric, cabling).items()
+    yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
     if configs:
-        files.update(config_files(fabric, user_dirs))
-    files["README.md"] = readme(fabric, summary, analysis, user_dirs, configs)
-    return files
+        yield from config_files(fabric, user_dirs, progress=progress)
+    yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server)
+
+
+def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
+                 user_dirs: Iterable[str | Path] = (), configs: bool = True,
+                 base_dir: str | Path | None = None) -> dict[str, str]:
+    """Every file of a build folder, by relative path, in memory (the CLI streams them instead)."""
+    return dict(build_files(fabric, summary, analysis, user_dirs, configs, base_dir))

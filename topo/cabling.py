@@ -1,0 +1,901 @@
+"""The cabling plan and bill of materials: every cable with both ends, its medium and its optics.
+
+:func:`plan_cabling` picks, for every link of a fabric, the medium its run needs (passive copper,
+active copper, multimode or single-mode optics) from the run length (``spec.cable_m`` per tier),
+the speeds at both ends and the breakout, using the rules of a media catalogue shipped as data
+(``topo/data/optics.yaml``). It groups links into physical cables, counts the transceivers each end
+needs, and totals cables, transceivers, switches and power. Everything is computed with numpy over
+the fabric's link arrays; only the formatting of rows (:func:`cabling_files`) loops in Python.
+
+Terms (documented in ``docs/cabling.md``):
+
+- *cage*: one pluggable socket on a switch. A twin-port OSFP cage holds two of the fabric's ports
+  (``ports_per_cage`` in the catalogue); its module or cable serves both.
+- *cable*: one physical assembly with one label: a copper cable (a breakout splitter has several
+  legs, one per NIC) or an optical run between two transceivers (one or more fibres, or a fibre
+  splitter to several NIC transceivers).
+- *row*: one link of the fabric, the unit of ``cabling.csv``; the rows of one cable share its id.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import yaml
+
+from .addressing import sonic_port_name
+from .catalog import switch_catalog
+from .errors import ProblemsError
+from .fabric import LINK_KINDS, ROLES, Fabric
+
+#: File names in a build folder.
+CABLING_CSV = "cabling.csv"
+BOM_CSV = "bom.csv"
+#: Columns of cabling.csv, in order.
+CABLING_COLUMNS = (
+    "cable_id", "tier", "a_device", "a_cage", "a_port", "a_lane", "a_interface",
+    "b_device", "b_cage", "b_port", "b_interface", "gbps", "length_m", "cable_length_m",
+    "medium", "cable", "a_transceiver", "b_transceiver",
+)
+#: Columns of bom.csv, in order.
+BOM_COLUMNS = ("category", "item", "tier", "end", "length_m", "quantity", "unit_power_w", "power_w")
+#: Cable id prefix per link kind.
+CABLE_PREFIX = ("NL", "LS", "SC")
+#: Media kinds.
+COPPER, OPTICAL = "copper", "optical"
+_MEDIUM_FIELDS = {"description", "kind", "label", "max_legs", "fibre"}
+_SPEED_FIELDS = {"reach_m", "split_reach_m", "transceiver", "optical_ports", "power_w",
+                 "reach_source", "power_source"}
+ESTIMATE = "estimate"
+
+
+class CablingError(ProblemsError):
+    """A media catalogue that cannot be read, or a run that no catalogued medium reaches."""
+
+
+# --- the media catalogue ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Medium:
+    """One medium of the catalogue (``dac``, ``acc``, ``mmf-sr``, ``smf-dr`` ...)."""
+
+    key: str
+    description: str
+    kind: str  #: ``copper`` or ``optical``
+    label: str = ""  #: copper: the cable's short name (``DAC``)
+    max_legs: int = 1  #: copper: most ends a splitter may fan out to
+    fibre: str = ""  #: optical: the fibre one optical port takes
+
+
+@dataclass(frozen=True)
+class MediumAtSpeed:
+    """What a medium offers at one module speed."""
+
+    reach_m: float
+    split_reach_m: float  #: reach of a copper splitter (= reach_m when the catalogue is silent)
+    transceiver: str | None  #: optical: module name template with ``{ff}`` for the form factor
+    optical_ports: int  #: optical: fibre connectors of the module
+    power_w: float  #: per transceiver (optical) or per cable end (copper)
+    reach_source: str
+    power_source: str
+
+
+@dataclass(frozen=True)
+class Cage:
+    """Pluggable cages of a switch model or of a NIC."""
+
+    form_factor: str
+    ports_per_cage: int = 1
+
+
+@dataclass(frozen=True, eq=False)
+class MediaCatalog:
+    """The media rules: media in order of preference, their reach and modules per speed.
+
+    Read one with :func:`media_catalog`; the file format is documented in ``optics.yaml`` itself.
+    """
+
+    media: tuple[Medium, ...]
+    speeds: Mapping[str, Mapping[str, MediumAtSpeed]]
+    switches: Mapping[str, Cage]
+    default_switch: Cage
+    nic: Cage
+    switch_power_includes_optics: bool
+    stock_lengths_m: Mapping[str, tuple[float, ...]]
+    step_m: float
+    sources: Mapping[str, str]
+
+    def entry(self, gbps: int, lane_gbps: int) -> Mapping[str, MediumAtSpeed] | None:
+        """Media offered for modules of ``gbps`` on ``lane_gbps`` lanes (None if not catalogued)."""
+        return self.speeds.get(f"{gbps}/{lane_gbps}") or self.speeds.get(str(gbps))
+
+    def cage(self, model: str | None) -> Cage:
+        """Cages of a switch model (the default cage when no model is named or it is not listed)."""
+        return self.switches.get(model, self.default_switch) if model else self.default_switch
+
+    def speed_names(self) -> list[str]:
+        return list(self.speeds)
+
+
+def _read_catalog(data: Any, where: str) -> MediaCatalog:
+    """Check a catalogue mapping and build it; every problem is reported at once."""
+    problems: list[str] = []
+    if not isinstance(data, Mapping):
+        raise CablingError([f"{where}: expected a mapping with media, speeds, switches, ..."])
+    sources = data.get("sources") or {}
+    if not isinstance(sources, Mapping):
+        problems.append(f"{where}: sources must be a mapping of key: text")
+        sources = {}
+
+    media: list[Medium] = []
+    raw_media = data.get("media")
+    if not isinstance(raw_media, Mapping) or not raw_media:
+        problems.append(f"{where}: media must be a non-empty mapping of medium: fields")
+        raw_media = {}
+    for key, fields in raw_media.items():
+        if not isinstance(fields, Mapping):
+            problems.append(f"{where}: media.{key} must be a mapping")
+            continue
+        unknown = set(fields) - _MEDIUM_FIELDS
+        if unknown:
+            problems.append(f"{where}: media.{key}: unknown fields {', '.join(sorted(unknown))}")
+        kind = fields.get("kind")
+        if kind not in (COPPER, OPTICAL):
+            problems.append(f"{where}: media.{key}.kind must be copper or optical, got {kind!r}")
+            continue
+        max_legs = fields.get("max_legs", 1)
+        if kind == COPPER and (not isinstance(max_legs, int) or not 1 <= max_legs <= 64):
+            problems.append(f"{where}: media.{key}.max_legs must be a whole number from 1 to 64")
+            max_legs = 1
+        if kind == OPTICAL and not fields.get("fibre"):
+            problems.append(f"{where}: media.{key}: an optical medium needs a fibre")
+        media.append(Medium(key=str(key), description=str(fields.get("description", key)), kind=kind,
+                            label=str(fields.get("label", key)), max_legs=int(max_legs),
+                            fibre=str(fields.get("fibre", ""))))
+    kinds = {m.key: m.kind for m in media}
+
+    speeds: dict[str, dict[str, MediumAtSpeed]] = {}
+    raw_speeds = data.get("speeds")
+    if not isinstance(raw_speeds, Mapping) or not raw_speeds:
+        problems.append(f"{where}: speeds must be a non-empty mapping of speed: media")
+        raw_speeds = {}
+    for speed, entries in raw_speeds.items():
+        speed = str(speed)
+        parts = speed.split("/")
+        if len(parts) > 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            problems.append(f"{where}: speeds key {speed!r} must be SPEED or SPEED/LANE in Gb/s, e.g. 400 or 400/50")
+            continue
+        if not isinstance(entries, Mapping):
+            problems.append(f"{where}: speeds.{speed} must be a mapping of medium: fields")
+            continue
+        speeds[speed] = {}
+        for key, fields in entries.items():
+            at = f"{where}: speeds.{speed}.{key}"
+            if key not in kinds:
+                problems.append(f"{at}: no medium {key!r} in media")
+                continue
+            if not isinstance(fields, Mapping):
+                problems.append(f"{at} must be a mapping")
+                continue
+            unknown = set(fields) - _SPEED_FIELDS
+            if unknown:
+                problems.append(f"{at}: unknown fields {', '.join(sorted(unknown))}")
+            reach = fields.get("reach_m")
+            if isinstance(reach, bool) or not isinstance(reach, (int, float)) or reach <= 0:
+                problems.append(f"{at}.reach_m must be a length in metres, got {reach!r}")
+                continue
+            split = fields.get("split_reach_m", reach)
+            power = fields.get("power_w", 0)
+            if isinstance(power, bool) or not isinstance(power, (int, float)) or power < 0:
+                problems.append(f"{at}.power_w must be watts (0 or more), got {power!r}")
+                power = 0
+            ports = fields.get("optical_ports", 1)
+            transceiver = fields.get("transceiver")
+            if kinds[key] == OPTICAL:
+                if not transceiver:
+                    problems.append(f"{at}: an optical medium needs a transceiver name")
+                if not isinstance(ports, int) or ports < 1 or int(parts[0]) % ports:
+                    problems.append(f"{at}.optical_ports must be a whole number dividing {parts[0]}")
+                    ports = 1
+            for name in ("reach_source", "power_source"):
+                source = fields.get(name, ESTIMATE)
+                if source != ESTIMATE and source not in sources:
+                    problems.append(f"{at}.{name}: no source {source!r} in sources")
+            speeds[speed][str(key)] = MediumAtSpeed(
+                reach_m=float(reach), split_reach_m=float(split),
+                transceiver=str(transceiver) if transceiver else None, optical_ports=int(ports),
+                power_w=float(power), reach_source=str(fields.get("reach_source", ESTIMATE)),
+                power_source=str(fields.get("power_source", ESTIMATE)))
+
+    def cage(value: Any, at: str) -> Cage:
+        if not isinstance(value, Mapping) or not value.get("form_factor"):
+            problems.append(f"{where}: {at} needs a form_factor")
+            return Cage("?")
+        per = value.get("ports_per_cage", 1)
+        if not isinstance(per, int) or per < 1:
+            problems.append(f"{where}: {at}.ports_per_cage must be a whole number, 1 or more")
+            per = 1
+        return Cage(str(value["form_factor"]), per)
+
+    switches = {str(k): cage(v, f"switches.{k}") for k, v in (data.get("switches") or {}).items()}
+    default_switch = cage(data.get("default_switch"), "default_switch")
+    nic = cage(data.get("nic"), "nic")
+    stock = data.get("stock_lengths_m") or {}
+    lengths: dict[str, tuple[float, ...]] = {}
+    for kind in (COPPER, OPTICAL):
+        values = stock.get(kind, [])
+        if not isinstance(values, list) or not all(isinstance(v, (int, float)) and v > 0 for v in values):
+            problems.append(f"{where}: stock_lengths_m.{kind} must be a list of lengths in metres")
+            values = []
+        lengths[kind] = tuple(sorted(float(v) for v in values))
+    step = stock.get("step_m", 50)
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
+        problems.append(f"{where}: stock_lengths_m.step_m must be a length in metres")
+        step = 50
+    includes = data.get("switch_power_includes_optics", False)
+    if not isinstance(includes, bool):
+        problems.append(f"{where}: switch_power_includes_optics must be true or false")
+    if problems:
+        raise CablingError(problems)
+    return MediaCatalog(
+        media=tuple(media), speeds=speeds, switches=switches, default_switch=default_switch, nic=nic,
+        switch_power_includes_optics=bool(includes), stock_lengths_m=lengths, step_m=float(step),
+        sources={str(k): " ".join(str(v).split()) for k, v in sources.items()})
+
+
+@lru_cache(maxsize=1)
+def _packaged_catalog() -> MediaCatalog:
+    text = resources.files("topo.data").joinpath("optics.yaml").read_text(encoding="utf-8")
+    return _read_catalog(yaml.safe_load(text), "optics.yaml")
+
+
+def media_catalog(path: str | Path | None = None) -> MediaCatalog:
+    """The media catalogue shipped with topo, or one read from a YAML file of the same format.
+
+    Raises
+    ------
+    CablingError
+        If the file cannot be read or a field is wrong (all problems at once).
+    """
+    if path is None:
+        return _packaged_catalog()
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CablingError([f"media catalogue {path}: cannot read it ({exc.strerror or exc})"]) from None
+    except yaml.YAMLError as exc:
+        raise CablingError([f"media catalogue {path}: malformed YAML ({str(exc).splitlines()[0]})"]) from None
+    return _read_catalog(data, str(path))
+
+
+def speed_text(gbps: int) -> str:
+    """``400G``, ``800G``, ``1.6T``.
+
+    >>> speed_text(400), speed_text(1600)
+    ('400G', '1.6T')
+    """
+    return f"{gbps / 1000:g}T" if gbps >= 1000 and gbps % 100 == 0 else f"{gbps}G"
+
+
+def media_table_markdown(catalog: MediaCatalog | None = None) -> str:
+    """The media rules as a Markdown table (docs/cabling.md carries this exact table)."""
+    catalog = catalog or media_catalog()
+    lines = ["| speed | medium | reach | splitter reach | transceiver | power | reach source | power source |",
+             "|---|---|---|---|---|---|---|---|"]
+    order = {m.key: i for i, m in enumerate(catalog.media)}
+    for speed, entries in catalog.speeds.items():
+        for key in sorted(entries, key=order.__getitem__):
+            e = entries[key]
+            split = f"{e.split_reach_m:g} m" if e.split_reach_m != e.reach_m else ""
+            unit = "W per end" if e.transceiver is None else "W"
+            lines.append(
+                f"| {speed} | {key} | {e.reach_m:g} m | {split} | {e.transceiver or '(copper)'} | "
+                f"{e.power_w:g} {unit} | {e.reach_source} | {e.power_source} |")
+    return "\n".join(lines) + "\n"
+
+
+# --- the plan ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BomLine:
+    """One line of the bill of materials."""
+
+    category: str  #: ``switch``, ``cable`` or ``transceiver``
+    item: str  #: model, cable part or transceiver name
+    tier: str  #: switch role (``leaf``...) or link tier (``node-leaf``...)
+    end: str  #: transceivers: ``switch`` or ``server``; empty otherwise
+    length_m: float | None  #: ordered length of a cable
+    quantity: int  #: switches, cable pieces (a 2-fibre run is 2 pieces) or transceivers
+    unit_power_w: float | None  #: per item; None when unknown
+    power_w: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class TierCabling:
+    """Cabling of one link tier."""
+
+    tier: str
+    length_m: float
+    links: int
+    cables: int
+    pieces: int  #: cable pieces to order (fibres of multi-fibre runs counted one by one)
+    media: dict[str, int]  #: links per medium
+    transceivers: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True, eq=False)
+class Cabling:
+    """Every cable of a fabric and the totals: the result of :func:`plan_cabling`.
+
+    The row arrays have one entry per ``cabling.csv`` row (one per link), in row order: by tier,
+    then the sorting switch (``a``: the leaf for node-leaf and leaf-spine, the spine for
+    spine-core), then its port, then the breakout lane.
+
+    Attributes
+    ----------
+    order : ndarray of int64
+        Link index (into ``fabric.links``) of each row.
+    a, b : ndarray of int32
+        Vertex of each row's two ends (``a`` is the sorting switch; ``b`` a server or switch).
+    a_port, a_lane, b_port : ndarray
+        Switch port (from 1) and breakout lane (from 1) at ``a``; port (switch, from 1) or NIC
+        index (server, from 0) at ``b``.
+    a_cage, b_cage : ndarray of int32
+        Cage (from 1) holding the port; ``b_cage`` is -1 at a server.
+    cable : ndarray of int64
+        Cable number (from 0) of each row; the rows of one cable are adjacent. Its label is
+        ``cable_ids()[number]``.
+    medium : ndarray of int8
+        Index into ``media`` of each row.
+    length_m, cable_length_m : ndarray of float
+        Run length and the ordered cable length (next stock length up).
+    part, pieces : ndarray
+        Index into ``parts`` of each row's cable part, and pieces of it the cable has.
+    a_module, b_module : ndarray of int32
+        Index into ``modules`` of the transceiver at each end; -1 for copper.
+    media, parts, modules : tuple of str
+    tiers : tuple of TierCabling
+    bom : tuple of BomLine
+    power_w : dict
+        ``switches`` (None when the switch model's power is unknown), ``switch_end`` and
+        ``server_end`` (optics and active-copper ends), ``total`` and whether the switch figure
+        already includes its optics.
+    warnings : tuple of str
+    """
+
+    name: str
+    order: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    a_port: np.ndarray
+    a_lane: np.ndarray
+    b_port: np.ndarray
+    a_cage: np.ndarray
+    b_cage: np.ndarray
+    kind: np.ndarray
+    gbps: np.ndarray
+    cable: np.ndarray
+    medium: np.ndarray
+    length_m: np.ndarray
+    cable_length_m: np.ndarray
+    part: np.ndarray
+    pieces: np.ndarray
+    a_module: np.ndarray
+    b_module: np.ndarray
+    media: tuple[str, ...]
+    parts: tuple[str, ...]
+    modules: tuple[str, ...]
+    tiers: tuple[TierCabling, ...]
+    bom: tuple[BomLine, ...]
+    power_w: dict[str, Any]
+    warnings: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return int(self.order.shape[0])
+
+    @property
+    def cables(self) -> int:
+        """Physical cables (assemblies with one label)."""
+        return int(self.cable[-1]) + 1 if len(self) else 0
+
+    def cable_ids(self) -> list[str]:
+        """Label of every cable, by cable number: ``NL-0001``, ``LS-0001``, ``SC-0001`` ..., numbered
+        from 1 per tier in row order, zero-padded to the width of the tier's count (at least 4)."""
+        first = _starts(self.cable)
+        cable_kind = self.kind[first].astype(np.int64)
+        per_kind = np.bincount(cable_kind, minlength=len(LINK_KINDS))
+        kind_first = np.concatenate([[0], np.cumsum(per_kind)[:-1]])
+        number = (np.arange(first.size) - kind_first[cable_kind] + 1).tolist()
+        prefix = [f"{CABLE_PREFIX[k]}-" for k in range(len(LINK_KINDS))]
+        widths = [max(4, len(str(c))) for c in per_kind.tolist()]
+        return [f"{prefix[k]}{num:0{widths[k]}d}" for k, num in zip(cable_kind.tolist(), number)]
+
+    def totals(self, category: str) -> dict[str, int]:
+        """Quantity per item of one BOM category (``switch``, ``cable``, ``transceiver``)."""
+        out: dict[str, int] = {}
+        for line in self.bom:
+            if line.category == category:
+                out[line.item] = out.get(line.item, 0) + line.quantity
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Totals for the build summary and the report (not the rows: those are cabling.csv)."""
+        by_medium = np.bincount(self.medium, minlength=len(self.media))
+        first = _starts(self.cable)
+        cables_by_medium = np.bincount(self.medium[first], minlength=len(self.media))
+        transceivers = self.totals("transceiver")
+        switch_lines = [line for line in self.bom if line.category == "switch"]
+        return {
+            "links": len(self),
+            "cables": {
+                "total": self.cables,
+                "pieces": int(self.pieces[first].sum()),
+                "by_medium": {m: int(cables_by_medium[i]) for i, m in enumerate(self.media) if cables_by_medium[i]},
+                "by_part": [line.to_dict() for line in self.bom if line.category == "cable"],
+            },
+            "links_by_medium": {m: int(by_medium[i]) for i, m in enumerate(self.media) if by_medium[i]},
+            "per_tier": {t.tier: t.to_dict() for t in self.tiers},
+            "transceivers": {
+                "total": sum(transceivers.values()),
+                "switch_end": sum(line.quantity for line in self.bom
+                                  if line.category == "transceiver" and line.end == "switch"),
+                "server_end": sum(line.quantity for line in self.bom
+                                  if line.category == "transceiver" and line.end == "server"),
+                "by_type": transceivers,
+            },
+            "switches": {
+                "total": sum(line.quantity for line in switch_lines),
+                "by_model": [line.to_dict() for line in switch_lines],
+            },
+            "power_w": dict(self.power_w),
+            "warnings": list(self.warnings),
+        }
+
+
+def _starts(group: np.ndarray) -> np.ndarray:
+    """Indices where a run of equal adjacent values begins."""
+    if group.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    new = np.ones(group.shape[0], dtype=bool)
+    new[1:] = group[1:] != group[:-1]
+    return np.flatnonzero(new)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (a sort, faster than np.unique's hashing on large int arrays)."""
+    ordered = np.sort(values, kind="stable")
+    keep = np.ones(ordered.shape[0], dtype=bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
+
+
+def _index(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, index of each value among them)."""
+    distinct = _distinct(values)
+    return distinct, np.searchsorted(distinct, values)
+
+
+def _group_ids(new: np.ndarray) -> np.ndarray:
+    """Group number (from 0) of each row, from a boolean 'a new group starts here' array."""
+    return np.cumsum(new) - 1
+
+
+def _uniform(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per group (contiguous, beginning at ``starts``): True when all values are equal."""
+    return np.minimum.reduceat(values, starts) == np.maximum.reduceat(values, starts)
+
+
+def _stock(lengths: np.ndarray, stock: tuple[float, ...], step: float) -> np.ndarray:
+    """The next stock length at or above each run; beyond the longest, a multiple of ``step``."""
+    table = np.asarray(stock, dtype=float)
+    out = np.ceil(lengths / step - 1e-9) * step
+    if table.size:
+        i = np.searchsorted(table, lengths - 1e-9, side="left")
+        inside = i < table.size
+        out[inside] = table[i[inside]]
+    return out
+
+
+def _lookup(catalog: MediaCatalog, gbps: int, lane_gbps: int, what: str) -> Mapping[str, MediumAtSpeed]:
+    entry = catalog.entry(gbps, lane_gbps)
+    if entry is None:
+        raise CablingError([
+            f"the media catalogue has no {speed_text(gbps)} modules ({what}; lanes of {lane_gbps}G): "
+            f"catalogued speeds are {', '.join(catalog.speed_names())}"])
+    return entry
+
+
+def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling:
+    """Choose the medium of every link, group links into cables, count optics and total the BOM.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    catalog : MediaCatalog, optional
+        Media rules; the catalogue shipped with topo by default.
+
+    Raises
+    ------
+    CablingError
+        If a speed of the fabric is not catalogued or no medium reaches a tier's run length.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> c = plan_cabling(build_fabric(load_spec({"gpus": 256})))
+    >>> len(c), c.cables, c.totals("transceiver")
+    (512, 512, {'400G OSFP SR4': 1024})
+    >>> {t.tier: t.media for t in c.tiers}
+    {'node-leaf': {'mmf-sr': 256}, 'leaf-spine': {'mmf-sr': 256}}
+    """
+    catalog = catalog or media_catalog()
+    spec, plan, links = fabric.spec, fabric.plan, fabric.links
+    media = catalog.media
+    M = len(media)
+    cage = catalog.cage(spec.switch)
+    P = cage.ports_per_cage
+    B = plan.breakout
+    lanes = fabric.addressing.lanes_per_port
+    lane_gbps = max(1, spec.port_gbps // max(lanes, 1))
+    cage_gbps = P * spec.port_gbps
+    nic_gbps = spec.nic_gbps
+    at_switch = _lookup(catalog, cage_gbps, lane_gbps,
+                        f"{P} x {spec.port_gbps}G ports per {cage.form_factor} cage")
+    at_nic = _lookup(catalog, nic_gbps, lane_gbps, "server NICs")
+
+    # --- rows: orient every link so that `a` is the switch end the plan is sorted by
+    kind = links.kind.astype(np.int64)
+    nl = kind == 0
+    a = np.where(nl, links.hi, links.lo).astype(np.int64)
+    a_port = np.where(nl, links.hi_port, links.lo_port).astype(np.int64)
+    a_lane = np.where(nl, links.lane, 1).astype(np.int64)
+    b = np.where(nl, links.lo, links.hi).astype(np.int64)
+    b_port = np.where(nl, links.lo_port, links.hi_port).astype(np.int64)
+    order = np.lexsort((a_lane, a_port, a, kind))
+    kind, a, a_port, a_lane, b, b_port = (x[order] for x in (kind, a, a_port, a_lane, b, b_port))
+    gbps = links.gbps[order].astype(np.int64)
+    nl = kind == 0
+    n = kind.shape[0]
+    a_cage = (a_port - 1) // P + 1
+    b_cage = np.where(nl, -1, (b_port - 1) // P + 1)
+    lengths = np.array([spec.cable_m[k] for k in LINK_KINDS])
+    length = lengths[kind]
+
+    # --- copper cable groups: one cable per switch cage (a splitter's legs are the cage's NIC links)
+    group_new = np.ones(n, dtype=bool)
+    group_new[1:] = (kind[1:] != kind[:-1]) | (a[1:] != a[:-1]) | (a_cage[1:] != a_cage[:-1])
+    group = _group_ids(group_new)
+    starts = np.flatnonzero(group_new)
+    legs = np.diff(np.append(starts, n))[group]
+    # a copper switch-to-switch cable joins one cage to one cage: both sides must map one-to-one
+    cage_span = spec.radix // P + 2  # more than any cage number at either end
+    far = b * cage_span + b_cage
+    map_ok = _uniform(far, starts)[group] | nl  # node-leaf legs go to separate NICs
+    sw = np.flatnonzero(~nl)
+    if sw.size:
+        near = a * cage_span + a_cage
+        by_b = sw[np.lexsort((near[sw], far[sw]))]
+        b_starts = _starts(far[by_b])
+        same = _uniform(near[by_b], b_starts)
+        ok_b = np.ones(n, dtype=bool)
+        ok_b[by_b] = np.repeat(same, np.diff(np.append(b_starts, by_b.size)))
+        map_ok &= ok_b
+
+    # --- eligibility of every medium for every row, then the first eligible in catalogue order
+    def table(entries: Mapping[str, MediumAtSpeed], attr: str) -> np.ndarray:
+        return np.array([getattr(entries[m.key], attr) if m.key in entries else -1.0 for m in media])
+
+    reach_sw, split_sw = table(at_switch, "reach_m"), table(at_switch, "split_reach_m")
+    reach_nic = table(at_nic, "reach_m")
+    eligible = np.zeros((M, n), dtype=bool)
+    for i, m in enumerate(media):
+        if m.kind == COPPER:
+            # a node-leaf cable fans out to its cage's NICs (a splitter when more than one);
+            # a switch-to-switch cable joins two cages whatever the ports per cage
+            splits = nl & (legs > 1)
+            reach = np.where(splits, split_sw[i], reach_sw[i])
+            eligible[i] = ((reach_sw[i] > 0) & (length <= reach + 1e-9) & map_ok
+                           & (~nl | (legs <= m.max_legs)))
+        else:
+            reach = np.where(nl, min(reach_sw[i], reach_nic[i]) if reach_nic[i] > 0 else -1.0, reach_sw[i])
+            eligible[i] = (reach > 0) & (length <= reach + 1e-9)
+    found = eligible.any(axis=0)
+    if not found.all():
+        problems = []
+        for k in np.unique(kind[~found]).tolist():
+            ends = (f"a {speed_text(cage_gbps)} switch cage and a {speed_text(nic_gbps)} NIC" if k == 0
+                    else f"two {speed_text(cage_gbps)} switch cages")
+            problems.append(
+                f"{LINK_KINDS[k]}: no medium in the media catalogue reaches {lengths[k]:g} m between {ends} "
+                f"(cable_{LINK_KINDS[k].replace('-', '_')}_m); shorten the run or add a medium that reaches it")
+        raise CablingError(problems)
+    medium = eligible.argmax(axis=0).astype(np.int8)
+    copper_medium = np.array([m.kind == COPPER for m in media])
+    copper = copper_medium[medium]
+
+    # --- optical ports and fibres: a module of optical_ports serves cage_gbps / optical_ports each
+    ports_sw = table(at_switch, "optical_ports").astype(np.int64)
+    optport_gbps = cage_gbps // np.maximum(ports_sw[medium], 1)
+    slot = np.where(nl, ((a_port - 1) % P) * B + (a_lane - 1), (a_port - 1) % P)
+    fibres = np.where(copper, 1, np.maximum(1, gbps // optport_gbps))
+    share = (~copper) & nl & (gbps < optport_gbps)  # a 1:k fibre splitter to k NICs
+    sub = np.where(share, slot * gbps // optport_gbps, slot)
+    sub = np.where(copper, 0, sub)
+    new = group_new.copy()
+    new[1:] |= (sub[1:] != sub[:-1]) | (medium[1:] != medium[:-1])
+    cable = _group_ids(new)
+    first = np.flatnonzero(new)
+    cable_legs = np.diff(np.append(first, n))[cable]
+    splitter = np.where(copper, cable_legs, np.where(share, optport_gbps // np.maximum(gbps, 1), 1))
+
+    # --- parts: a small table of distinct (medium, tier class, splitter legs, far end) combinations
+    far_class = np.where(nl, 0, 1)
+    splitter = np.where(nl, splitter, 1)  # a switch-to-switch copper cable joins cage to cage
+    part_code = ((medium.astype(np.int64) * 2 + far_class) * 1024 + splitter)
+    codes, part = _index(part_code)
+    sw_ff, nic_ff = cage.form_factor, catalog.nic.form_factor
+    parts = []
+    for code in codes.tolist():
+        split, rest = code % 1024, code // 1024
+        m, to_switch = media[rest // 2], rest % 2 == 1
+        if m.kind == COPPER:
+            near_end = f"{speed_text(cage_gbps)} {sw_ff}"
+            if to_switch:
+                parts.append(f"{m.label} {near_end} to {speed_text(cage_gbps)} {sw_ff}")
+            elif split > 1:
+                parts.append(f"{m.label} {near_end} to {split}x {speed_text(nic_gbps)} {nic_ff} splitter")
+            else:
+                parts.append(f"{m.label} {near_end} to {speed_text(nic_gbps)} {nic_ff}")
+        else:
+            parts.append(m.fibre + (f" 1:{split} splitter" if split > 1 else ""))
+    pieces = fibres
+
+    # --- transceivers: one module per switch cage with optical links, one per NIC link
+    modules: list[str] = []
+    module_index: dict[str, int] = {}
+
+    def module(name: str) -> int:
+        if name not in module_index:
+            module_index[name] = len(modules)
+            modules.append(name)
+        return module_index[name]
+
+    sw_module = np.array([module(at_switch[m.key].transceiver.format(ff=sw_ff))
+                          if m.kind == OPTICAL and m.key in at_switch else -1 for m in media], dtype=np.int32)
+    nic_module = np.array([module(at_nic[m.key].transceiver.format(ff=nic_ff))
+                           if m.kind == OPTICAL and m.key in at_nic and at_nic[m.key].transceiver else -1
+                           for m in media], dtype=np.int32)
+    a_module = np.where(copper, -1, sw_module[medium]).astype(np.int32)
+    b_module = np.where(copper, -1, np.where(nl, nic_module[medium], sw_module[medium])).astype(np.int32)
+
+    # physical module count: one per optical switch cage (a cage group at `a`, a cage at `b`), one
+    # per NIC link; a cage's rows share one medium (copper is chosen per cage, optics per tier)
+    optical_rows = ~copper
+    code = kind * M + medium
+    a_first = starts[optical_rows[starts]]
+    switch_modules = np.bincount(code[a_first], minlength=3 * M)
+    if sw.size:
+        b_first = by_b[b_starts]
+        switch_modules += np.bincount(code[b_first[optical_rows[b_first]]], minlength=3 * M)
+    switch_modules = switch_modules.reshape(3, M)
+
+    # cages holding ports of more than one medium or tier cannot take one module or cable
+    warnings: list[str] = []
+    if P > 1:
+        cage_of = np.concatenate([a * cage_span + a_cage, (b * cage_span + b_cage)[~nl]])
+        what = np.concatenate([code, code[~nl]])
+        pairs = _distinct(cage_of * (3 * M) + what) // (3 * M)
+        mixed = int(np.count_nonzero(pairs[1:] == pairs[:-1]))
+        if mixed:
+            warnings.append(
+                f"{mixed} switch cages hold ports of two tiers or media (a {cage.form_factor} cage takes one "
+                f"module or cable); each is counted once per tier and medium: give the ports of a cage "
+                f"the same kind of run")
+
+    # --- BOM -------------------------------------------------------------------------------------
+    bom: list[BomLine] = []
+    model = spec.switch
+    unit_w = switch_catalog()[model].power_w if model else None
+    model_name = model or f"{spec.radix}x{speed_text(spec.port_gbps)} switch (no model named)"
+    switches_w: float | None = 0.0
+    for t in range(1, plan.tiers + 1):
+        count = fabric.count(t)
+        bom.append(BomLine("switch", model_name, ROLES[t], "", None, count, unit_w,
+                           None if unit_w is None else float(unit_w * count)))
+    if unit_w is None:
+        switches_w = None
+        warnings.append("switch power unknown: name a switch model (switch: ...) to total the power")
+    else:
+        switches_w = float(sum(line.power_w for line in bom))
+
+    cable_length = np.where(copper, _stock(length, catalog.stock_lengths_m[COPPER], catalog.step_m),
+                            _stock(length, catalog.stock_lengths_m[OPTICAL], catalog.step_m))
+    power_sw = table(at_switch, "power_w")
+    power_nic = table(at_nic, "power_w")
+    # copper ends: the switch end(s) at the cage speed, NIC legs at the NIC speed when catalogued
+    nic_end_w = np.where(power_nic >= 0, power_nic, power_sw)
+    cable_power = np.where(nl, power_sw[medium] + cable_legs * nic_end_w[medium], 2 * power_sw[medium])
+    cable_power = np.where(copper, cable_power, 0.0)
+    stock_values, stock_of_cable = _index(cable_length[first])
+    key = (kind[first] * len(parts) + part[first]) * len(stock_values) + stock_of_cable
+    keys, inverse = _index(key)
+    quantity = np.bincount(inverse, weights=pieces[first]).astype(np.int64)
+    unit_cable_w = np.zeros(len(keys))
+    unit_cable_w[inverse] = cable_power[first] / np.maximum(pieces[first], 1)
+    copper_ends_switch = copper_ends_server = 0.0
+    for j, k in enumerate(keys.tolist()):
+        s = k % len(stock_values)
+        p = (k // len(stock_values)) % len(parts)
+        t = k // len(stock_values) // len(parts)
+        w = float(unit_cable_w[j])
+        bom.append(BomLine("cable", parts[p], LINK_KINDS[t], "", float(stock_values[s]), int(quantity[j]),
+                           round(w, 3) if w else 0.0, round(w * int(quantity[j]), 3)))
+    copper_first = first[copper[first]]
+    if copper_first.size:
+        sw_ends = np.where(nl[copper_first], 1, 2) * power_sw[medium[copper_first]]
+        copper_ends_switch = float(sw_ends.sum())
+        copper_ends_server = float((cable_power[copper_first] - sw_ends).sum())
+
+    # transceivers: per tier, the switch-end modules (one per cage), then the NIC-end ones
+    switch_end_optics = server_end_optics = 0.0
+    nic_counts = np.bincount(medium[optical_rows & nl], minlength=M)
+    for t in range(len(LINK_KINDS)):
+        for m_i, m in enumerate(media):
+            c = int(switch_modules[t, m_i])
+            if c:
+                w = at_switch[m.key].power_w
+                switch_end_optics += w * c
+                bom.append(BomLine("transceiver", modules[sw_module[m_i]], LINK_KINDS[t], "switch", None, c, w,
+                                   round(w * c, 3)))
+        for m_i, m in enumerate(media):
+            c = int(nic_counts[m_i]) if t == 0 else 0
+            if c:
+                w = at_nic[m.key].power_w
+                server_end_optics += w * c
+                bom.append(BomLine("transceiver", modules[nic_module[m_i]], LINK_KINDS[t], "server", None, c, w,
+                                   round(w * c, 3)))
+
+    switch_end = switch_end_optics + copper_ends_switch
+    server_end = server_end_optics + copper_ends_server
+    includes = catalog.switch_power_includes_optics
+    total = None if switches_w is None else switches_w + server_end + (0.0 if includes else switch_end)
+    power = {
+        "switches": switches_w,
+        "switch_end": round(switch_end, 3),
+        "server_end": round(server_end, 3),
+        "switch_power_includes_optics": includes,
+        "total": None if total is None else round(total, 3),
+    }
+
+    cable_kind = kind[first]
+    tiers = []
+    link_counts = np.bincount(kind, minlength=len(LINK_KINDS))
+    for t in range(plan.tiers):
+        rows = kind == t
+        mids = np.bincount(medium[rows], minlength=M)
+        cables_t = first[cable_kind == t]
+        optics = sum(line.quantity for line in bom if line.category == "transceiver" and line.tier == LINK_KINDS[t])
+        tiers.append(TierCabling(
+            tier=LINK_KINDS[t], length_m=float(lengths[t]), links=int(link_counts[t]), cables=int(cables_t.size),
+            pieces=int(pieces[cables_t].sum()), media={media[i].key: int(c) for i, c in enumerate(mids) if c},
+            transceivers=int(optics)))
+
+    return Cabling(
+        name=spec.name, order=order, a=a.astype(np.int32), b=b.astype(np.int32), a_port=a_port.astype(np.int32),
+        a_lane=a_lane.astype(np.int32), b_port=b_port.astype(np.int32), a_cage=a_cage.astype(np.int32),
+        b_cage=b_cage.astype(np.int32), kind=kind.astype(np.int8), gbps=gbps.astype(np.int32), cable=cable,
+        medium=medium, length_m=length, cable_length_m=cable_length, part=part.astype(np.int32),
+        pieces=pieces.astype(np.int32), a_module=a_module, b_module=b_module,
+        media=tuple(m.key for m in media), parts=tuple(parts), modules=tuple(modules), tiers=tuple(tiers),
+        bom=tuple(bom), power_w=power, warnings=tuple(warnings))
+
+
+# --- files ------------------------------------------------------------------------------------------
+
+
+def _number(value: float) -> str:
+    """A length or power as written in the CSV files: ``3``, ``0.5``, ``1048576``, ``38.4``."""
+    value = float(value)
+    if value.is_integer():
+        return str(int(value))
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
+    """``cabling.csv``: one row per link, the rows of one cable adjacent and sharing its id."""
+    from .configs import is_ethernet, rdma_device
+
+    names = fabric.names
+    lanes = fabric.addressing.lanes_per_port
+    breakout = fabric.plan.breakout
+    ethernet = is_ethernet(fabric)
+    radix = fabric.spec.radix
+    if ethernet:
+        split = [[""] + [sonic_port_name(p, lane, lanes, breakout) for lane in range(1, breakout + 1)]
+                 for p in range(radix + 1)]
+        whole = [sonic_port_name(p, 1, lanes, 1) if p else "" for p in range(radix + 1)]
+    nics = max(1, fabric.spec.nics_per_node)
+    rdma = [rdma_device(i) for i in range(nics)]
+    kind = cabling.kind.tolist()
+    a_port, a_lane, b_port = cabling.a_port.tolist(), cabling.a_lane.tolist(), cabling.b_port.tolist()
+    if ethernet:
+        a_iface = [split[p][ln] if k == 0 else whole[p] for k, p, ln in zip(kind, a_port, a_lane)]
+        b_iface = [rdma[p] if k == 0 else whole[p] for k, p in zip(kind, b_port)]
+    else:
+        a_iface = [""] * len(kind)
+        b_iface = [rdma[p] if k == 0 else "" for k, p in zip(kind, b_port)]
+    length_text = {v: _number(v) for v in np.unique(cabling.length_m).tolist()}
+    stock_text = {v: _number(v) for v in np.unique(cabling.cable_length_m).tolist()}
+    # catalogue strings may need CSV quoting: escape each distinct one once
+    cable_ids = cabling.cable_ids()
+    most = max(2, int(cabling.pieces.max(initial=1)) + 1)
+    cable_text = [[_field((f"{n}x " if n > 1 else "") + p) for n in range(most)] for p in cabling.parts]
+    module_text = [_field(m) for m in cabling.modules] + [""]  # index -1 -> ""
+    media = [_field(m) for m in cabling.media]
+    tiers = [_field(t) for t in LINK_KINDS]
+    lines = [",".join(CABLING_COLUMNS)]
+    lines += [
+        f"{cid},{tiers[k]},{names[av]},{ac},{ap},{al},{ai},{names[bv]},{'' if bc < 0 else bc},{bp},{bi},"
+        f"{g},{length_text[ln]},{stock_text[st]},{media[m]},{cable_text[p][pc]},{module_text[am]},{module_text[bm]}"
+        for cid, k, av, ac, ap, al, ai, bv, bc, bp, bi, g, ln, st, m, p, pc, am, bm in zip(
+            (cable_ids[c] for c in cabling.cable.tolist()), kind, cabling.a.tolist(), cabling.a_cage.tolist(),
+            a_port, a_lane, a_iface, cabling.b.tolist(), cabling.b_cage.tolist(), b_port, b_iface,
+            cabling.gbps.tolist(), cabling.length_m.tolist(), cabling.cable_length_m.tolist(),
+            cabling.medium.tolist(), cabling.part.tolist(), cabling.pieces.tolist(), cabling.a_module.tolist(),
+            cabling.b_module.tolist())
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _field(text: str) -> str:
+    """One CSV field as the csv module writes it (quoted when it holds a comma, quote or newline)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow([text])
+    return out.getvalue()
+
+
+def bom_csv(cabling: Cabling) -> str:
+    """``bom.csv``: switches, cables (by part, tier and ordered length) and transceivers."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(BOM_COLUMNS)
+    for line in cabling.bom:
+        writer.writerow([
+            line.category, line.item, line.tier, line.end, "" if line.length_m is None else _number(line.length_m),
+            line.quantity, "" if line.unit_power_w is None else _number(line.unit_power_w),
+            "" if line.power_w is None else _number(line.power_w)])
+    return out.getvalue()
+
+
+def cabling_files(fabric: Fabric, cabling: Cabling | None = None) -> dict[str, str]:
+    """The cabling plan and bill of materials of a build folder: ``cabling.csv`` and ``bom.csv``.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> files = cabling_files(build_fabric(load_spec({"gpus": 16})))
+    >>> sorted(files)
+    ['bom.csv', 'cabling.csv']
+    >>> files["cabling.csv"].splitlines()[1].split(",")[:11]
+    ['NL-0001', 'node-leaf', 'cluster-leaf-su00-r0', '1', '1', '1', 'Ethernet0', 'cluster-node0000', '', '0', 'mlx5_0']
+    >>> files["cabling.csv"].splitlines()[1].split(",")[11:]
+    ['400', '20', '20', 'mmf-sr', 'MPO-12/APC OM4 fibre', '400G OSFP SR4', '400G OSFP SR4']
+    """
+    cabling = cabling if cabling is not None else plan_cabling(fabric)
+    return {CABLING_CSV: cabling_csv(fabric, cabling), BOM_CSV: bom_csv(cabling)}

@@ -1,0 +1,548 @@
+"""Exports for other tools: the fabric graph as GraphML and Graphviz DOT, and a containerlab lab.
+
+:func:`export_files` returns ``{relative path: text}`` like the other renderers (only the CLI
+writes files):
+
+- ``graph/fabric.graphml``: the networkx graph with every graph, node and edge attribute, parallel
+  edges included, edge ids = link numbers; written here in one pass (networkx's own writer builds
+  an XML tree first, is several times slower and repeats edge ids); ``networkx.read_graphml``
+  reads it back.
+- ``graph/fabric.dot``: every server, switch and link for Graphviz, tiers as ranks, written while the
+  fabric has at most :data:`FULL_DOT_MAX_LINKS` links (Graphviz cannot lay out larger ones).
+- ``graph/fabric-aggregate.dot``: one vertex per group of servers, leaves, spines or cores (see
+  :func:`aggregate`) and one edge per pair of connected groups, labelled with its link count and
+  total Gb/s; a few hundred vertices even at the largest sizes.
+- ``containerlab/NAME.clab.yml`` (with ``configs``, Ethernet fabrics only): the switches as
+  containerlab nodes bound to their generated configs, cabled port for port as the configs say;
+  with the ``linux`` kind (FRR, the default) also ``containerlab/daemons`` and
+  ``containerlab/vtysh.conf``.
+
+Every file depends only on the fabric and the arguments: the same input gives the same bytes.
+The file formats are described in ``docs/exports.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import networkx as nx
+import numpy as np
+
+from . import __version__
+from .addressing import sonic_port_name
+from .configs import is_ethernet
+from .errors import TopoError
+from .fabric import LINK_KINDS, ROLES, Fabric
+
+#: The full DOT (``graph/fabric.dot``) is written for fabrics with at most this many links (16,384
+#: GPUs with the default spec have 49,152); above it only the aggregate view is. ``dot -Tsvg`` lays
+#: out 24,576 links in about 6 s and 49,152 in 30 to 40 s, but 196,608 (65,536 GPUs) not within
+#: 7 minutes. GraphML keeps the whole graph at every size.
+FULL_DOT_MAX_LINKS = 50_000
+
+#: containerlab node kinds: default image and what each switch's container is given.
+CLAB_KINDS = {
+    "linux": "quay.io/frrouting/frr:8.4.4",
+    "sonic-vs": "docker-sonic-vs:latest",
+}
+#: Linux caps interface names at 15 characters (containerlab renames a veth only when it fits).
+MAX_INTERFACE_NAME = 15
+
+#: Outputs made from templates, as in :data:`topo.render.OUTPUTS` (path, template, what for).
+EXPORT_OUTPUTS = (
+    ("containerlab/daemons", "exports/daemons.j2", "the containerlab lab (linux kind)"),
+    ("containerlab/vtysh.conf", "exports/vtysh.conf.j2", "the containerlab lab (linux kind)"),
+)
+
+#: Fill colours of vertices by tier, and of links by kind, in the DOT files.
+_TIER_COLOURS = ("#e8e8e8", "#c6dbef", "#9ecae1", "#6baed6")
+_KIND_COLOURS = ("#bdbdbd", "#4292c6", "#08519c")
+#: Names of the aggregate groups by tier (the group ids' prefix), and one and several members.
+_GROUP_WORDS = (("nodes", "node", "nodes"), ("leaves", "leaf", "leaves"),
+                ("spines", "spine", "spines"), ("cores", "core", "cores"))
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+class ExportError(TopoError):
+    """An export that cannot be written as asked (an unknown containerlab kind, a bad attribute)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", image: str | None = None,
+                 user_dirs: Iterable[str | Path] = ()) -> dict[str, str]:
+    """Graph and lab files of a fabric, by path relative to the build folder.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    configs : bool
+        The build writes switch configs (``switches/<switch>/...``); the containerlab lab binds
+        them, so without configs (``--no-configs``, or an InfiniBand switch model) it is left out.
+    kind : {"linux", "sonic-vs"}
+        containerlab kind of the switches: ``linux`` runs FRR with each switch's ``frr.conf``;
+        ``sonic-vs`` runs SONiC's virtual switch with its ``config_db.json``.
+    image : str, optional
+        Container image; by default the kind's entry in :data:`CLAB_KINDS`.
+    user_dirs : iterable of path
+        Template folders searched before the packaged templates (as for the configs).
+
+    Raises
+    ------
+    ExportError
+        For an unknown ``kind``.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> fabric = build_fabric(load_spec({"gpus": 256}))
+    >>> sorted(export_files(fabric))  # doctest: +NORMALIZE_WHITESPACE
+    ['containerlab/cluster.clab.yml', 'containerlab/daemons', 'containerlab/vtysh.conf',
+     'graph/fabric-aggregate.dot', 'graph/fabric.dot', 'graph/fabric.graphml']
+    >>> sorted(export_files(fabric, configs=False))
+    ['graph/fabric-aggregate.dot', 'graph/fabric.dot', 'graph/fabric.graphml']
+    """
+    if kind not in CLAB_KINDS:
+        raise ExportError(f"unknown containerlab kind {kind!r}; choose one of {', '.join(CLAB_KINDS)}")
+    files = {"graph/fabric.graphml": graphml_text(fabric.graph)}
+    if len(fabric.links) <= FULL_DOT_MAX_LINKS:
+        files["graph/fabric.dot"] = full_dot(fabric)
+    files["graph/fabric-aggregate.dot"] = aggregate_dot(fabric)
+    if configs and is_ethernet(fabric):
+        files[f"containerlab/{fabric.spec.name}.clab.yml"] = containerlab_topology(fabric, kind, image)
+        if kind == "linux":
+            files.update(frr_support_files(fabric, user_dirs))
+    return files
+
+
+# --------------------------------------------------------------------------------------------
+# GraphML
+
+_GRAPHML_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<graphml xmlns="http://graphml.graphdrawing.org/xmlns" '
+    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+    'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
+    'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n'
+)
+
+
+def _xml(text: str) -> str:
+    """Text escaped for XML content and double-quoted attribute values."""
+    if "&" in text or "<" in text or ">" in text or '"' in text:
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return text
+
+
+def _graphml_type(value: Any, what: str) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(value, (int, np.integer)):
+        return "long"  # ASNs need 64 bits; networkx reads "long" as int
+    if isinstance(value, (float, np.floating)):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    raise ExportError(f"GraphML cannot hold {what} = {value!r} ({type(value).__name__})")
+
+
+#: How a value of each GraphML type is written.
+_GRAPHML_FORMAT = {
+    "boolean": lambda v: "true" if v else "false",
+    "long": str,  # int and numpy integers alike (bools are "boolean")
+    "double": lambda v: repr(float(v)),
+    "string": _xml,
+}
+
+
+def _graphml_keys(items: Iterable[dict], domain: str) -> dict[str, tuple[str, str]]:
+    """Attribute name -> (key id, GraphML type), in first-seen order.
+
+    One type per name; a name with both ints and floats is ``double``. Looks at each (name, Python
+    type) once, so a pass over 200,000 edges stays fast.
+    """
+    keys: dict[str, tuple[str, str]] = {}
+    seen: set[tuple[str, type]] = set()
+    for data in items:
+        for name, value in data.items():
+            sig = (name, type(value))
+            if sig in seen or value is None:
+                continue
+            seen.add(sig)
+            kind = _graphml_type(value, f"{domain} attribute {name!r}")
+            if name not in keys:
+                keys[name] = (f"{domain}.{name}", kind)
+            elif keys[name][1] != kind:
+                if {keys[name][1], kind} != {"long", "double"}:
+                    raise ExportError(f"{domain} attribute {name!r} is both {keys[name][1]} and {kind}")
+                keys[name] = (keys[name][0], "double")
+    return keys
+
+
+def _graphml_writer(keys: dict[str, tuple[str, str]]):
+    """A function writing one element's attributes as ``<data>`` elements."""
+    parts = {name: (f'<data key="{_xml(key)}">', _GRAPHML_FORMAT[kind])
+             for name, (key, kind) in keys.items()}
+
+    def write(data: dict) -> str:
+        return "".join([parts[name][0] + parts[name][1](value) + "</data>"
+                        for name, value in data.items() if value is not None])
+
+    return write
+
+
+def graphml_text(graph: nx.Graph) -> str:
+    """A networkx graph (multigraphs too) as GraphML, one node or edge per line.
+
+    Every graph, node and edge attribute is written under a key named after it (``node.tier``,
+    ``edge.kind``); ints are ``long``, so 4-byte ASNs fit; attributes whose value is None are left
+    out. Node ids are the node names. Edge ids number the edges 0, 1, 2, ... in the graph's edge
+    order, unique in the file as GraphML requires (yEd and Gephi drop edges whose ids repeat, as
+    networkx's own writer makes them for parallel edges). ``networkx.read_graphml`` takes those ids
+    as edge keys: read with ``force_multigraph=True`` to get a MultiGraph whether or not the file
+    has parallel edges.
+
+    Examples
+    --------
+    >>> g = nx.MultiGraph(name="x")
+    >>> g.add_edge("a", "b", kind="leaf-spine", bandwidth_gbps=400)
+    0
+    >>> g.add_edge("a", "b", kind="leaf-spine", bandwidth_gbps=400)
+    1
+    >>> import io
+    >>> back = nx.read_graphml(io.StringIO(graphml_text(g)), force_multigraph=True)
+    >>> sorted(back.edges(keys=True, data=True))  # doctest: +NORMALIZE_WHITESPACE
+    [('a', 'b', 0, {'kind': 'leaf-spine', 'bandwidth_gbps': 400}),
+     ('a', 'b', 1, {'kind': 'leaf-spine', 'bandwidth_gbps': 400})]
+    """
+    edges = list(graph.edges(data=True))
+    gkeys = _graphml_keys([graph.graph], "graph")
+    nkeys = _graphml_keys((d for _, d in graph.nodes(data=True)), "node")
+    ekeys = _graphml_keys((d for *_, d in edges), "edge")
+    out = [_GRAPHML_HEAD]
+    for domain, keys in (("graph", gkeys), ("node", nkeys), ("edge", ekeys)):
+        for name, (key, kind) in keys.items():
+            out.append(f'  <key id="{_xml(key)}" for="{domain}" attr.name="{_xml(name)}" '
+                       f'attr.type="{kind}"/>\n')
+    directed = "directed" if graph.is_directed() else "undirected"
+    gid = _xml(str(graph.graph.get("name", "G")))
+    out.append(f'  <graph id="{gid}" edgedefault="{directed}">\n')
+    if gkeys:
+        out.append(f"    {_graphml_writer(gkeys)(graph.graph)}\n")
+    ids = {n: _xml(str(n)) for n in graph.nodes}
+    node_data, edge_data = _graphml_writer(nkeys), _graphml_writer(ekeys)
+    out.extend(f'    <node id="{ids[n]}">{node_data(d)}</node>\n' for n, d in graph.nodes(data=True))
+    out.extend(f'    <edge id="{e}" source="{ids[u]}" target="{ids[v]}">{edge_data(d)}</edge>\n'
+               for e, (u, v, d) in enumerate(edges))
+    out.append("  </graph>\n</graphml>\n")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Graphviz DOT
+
+
+def dot_id(text: str) -> str:
+    r"""A DOT id, always double-quoted (unquoted, ``gpu-0001`` would be read as ``gpu`` and ``-0001``).
+
+    >>> print(dot_id("gpu-0001"), dot_id('a"b'))
+    "gpu-0001" "a\"b"
+    """
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dot_label(text: str) -> str:
+    r"""A quoted DOT label; each newline becomes a centred line break (``\n``).
+
+    >>> print(dot_label("SU 3: 8 leaves\n256 links"))
+    "SU 3: 8 leaves\n256 links"
+    """
+    return '"' + "\\n".join(dot_id(line)[1:-1] for line in text.split("\n")) + '"'
+
+
+def full_dot(fabric: Fabric) -> str:
+    """Every server, switch and link as an undirected DOT graph, one tier per rank.
+
+    Each vertex carries ``role`` and ``tier``; each link ``kind`` and ``bandwidth_gbps``, in link
+    row order (parallel links are separate edges). Lower tiers are drawn at the bottom.
+    """
+    names, links, tier = fabric.names, fabric.links, fabric.tier
+    tiers = fabric.plan.tiers
+    q = [dot_id(n) for n in names]
+    out = [
+        f"// {fabric.spec.name}: {fabric.spec.gpus:,} GPUs, every server, switch and link "
+        f"({len(names):,} vertices, {len(links):,} links). Written by topo {__version__}.\n",
+        f"graph {dot_id(fabric.spec.name)} {{\n",
+        '  graph [rankdir=BT, ranksep=3, nodesep=0.05, splines=line, outputorder=edgesfirst];\n',
+        '  node [shape=box, style=filled, fontname="Helvetica", fontsize=10, height=0.3];\n',
+        '  edge [penwidth=0.5];\n',
+    ]
+    for t in range(tiers + 1):
+        start, stop = fabric.first(t), fabric.first(t + 1) if t < tiers else len(names)
+        out.append(f'  subgraph {dot_id(f"tier{t}")} {{\n    rank=same;\n'
+                   f'    node [fillcolor="{_TIER_COLOURS[t]}"];\n')
+        role = ROLES[t]
+        out.extend(f'    {q[i]} [role="{role}", tier={t}];\n' for i in range(start, stop))
+        out.append("  }\n")
+    lo, hi, kind, gbps = (a.tolist() for a in (links.lo, links.hi, links.kind, links.gbps))
+    current = -1
+    for a, b, k, g in zip(lo, hi, kind, gbps):
+        if k != current:
+            current = k
+            out.append(f'  edge [color="{_KIND_COLOURS[k]}"];\n')
+        out.append(f'  {q[a]} -- {q[b]} [kind="{LINK_KINDS[k]}", bandwidth_gbps={g}];\n')
+    out.append("}\n")
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Group:
+    """One vertex of the aggregate view: the servers, leaves, spines or cores of one group."""
+
+    id: str
+    tier: int
+    number: int  #: SU, pod or core group number
+    members: int
+    pod: int  #: pod of the group, -1 for a core group
+    label: str
+
+
+@dataclass(frozen=True)
+class GroupLink:
+    """One edge of the aggregate view: all links between two groups."""
+
+    a: str  #: lower-tier group
+    b: str
+    kind: str
+    links: int
+    bandwidth_gbps: int
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """The fabric with every vertex replaced by its group: groups by tier then number, edges by
+    (lower group, upper group)."""
+
+    groups: tuple[Group, ...]
+    edges: tuple[GroupLink, ...]
+    leaf_grouping: str  #: "su" or "pod"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"leaf_grouping": self.leaf_grouping,
+                "groups": [g.__dict__.copy() for g in self.groups],
+                "edges": [e.__dict__.copy() for e in self.edges]}
+
+
+def _width(count: int, least: int = 2) -> int:
+    return max(least, len(str(max(count - 1, 0))))
+
+
+def aggregate(fabric: Fabric) -> Aggregate:
+    """Group the fabric for the aggregate view.
+
+    Servers and leaves are grouped by scalable unit in rail placement (an SU's rail leaves are one
+    group, its servers another) and by pod in rack placement (where an SU is a single leaf, which
+    would give one group per leaf); spines by pod; cores by core group. Every link between two
+    groups becomes one edge with the number of links and their total bandwidth.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> agg = aggregate(build_fabric(load_spec({"gpus": 1024})))
+    >>> [(g.id, g.members) for g in agg.groups][:5]
+    [('nodes-su00', 32), ('nodes-su01', 32), ('nodes-su02', 32), ('nodes-su03', 32), ('leaves-su00', 8)]
+    >>> agg.edges[-1]
+    GroupLink(a='leaves-su03', b='spines-p00', kind='leaf-spine', links=256, bandwidth_gbps=102400)
+    """
+    plan = fabric.plan
+    tier = fabric.tier.astype(np.int64)
+    by_su = plan.placement == "rail"
+    lower = fabric.su if by_su else fabric.pod
+    number = np.select([tier <= 1, tier == 2], [lower, fabric.pod], fabric.group).astype(np.int64)
+    sizes = [int(number[tier == t].max()) + 1 if np.any(tier == t) else 0 for t in range(plan.tiers + 1)]
+    offset = np.concatenate([[0], np.cumsum(sizes)])
+    vertex_group = offset[tier] + number
+    members = np.bincount(vertex_group, minlength=int(offset[-1]))
+    first_member = np.full(int(offset[-1]), -1, dtype=np.int64)
+    first_member[vertex_group[::-1]] = np.arange(len(tier) - 1, -1, -1)
+    gpus_per_node = fabric.spec.gpus_per_node
+
+    # by tier: what a group number counts, in the id and in the label
+    numbering = [("su", "SU") if by_su else ("p", "pod")] * 2 + [("p", "pod"), ("g", "core group")]
+    groups = []
+    for t, size in enumerate(sizes):
+        prefix_word, one, many = _GROUP_WORDS[t]
+        prefix, where = numbering[t]
+        w = _width(size)
+        for n in range(size):
+            g = int(offset[t]) + n
+            count = int(members[g])
+            pod = int(fabric.pod[first_member[g]]) if t <= 2 else -1
+            label = f"{where} {n}: {_count(count, one, many)}"
+            if t == 0:
+                label += "\n" + _count(count * gpus_per_node, "GPU", "GPUs")
+            groups.append(Group(id=f"{prefix_word}-{prefix}{n:0{w}d}", tier=t, number=n, members=count,
+                                pod=pod, label=label))
+
+    links = fabric.links
+    a = vertex_group[links.lo]
+    b = vertex_group[links.hi]
+    pair = a * int(offset[-1]) + b
+    unique, first, inverse, counts = np.unique(pair, return_index=True, return_inverse=True,
+                                               return_counts=True)
+    total = np.zeros(len(unique), dtype=np.int64)
+    np.add.at(total, inverse, links.gbps.astype(np.int64))
+    edges = tuple(
+        GroupLink(a=groups[int(a[r])].id, b=groups[int(b[r])].id, kind=LINK_KINDS[int(links.kind[r])],
+                  links=int(c), bandwidth_gbps=int(s))
+        for r, c, s in zip(first.tolist(), counts.tolist(), total.tolist())
+    )
+    return Aggregate(groups=tuple(groups), edges=edges, leaf_grouping="su" if by_su else "pod")
+
+
+def aggregate_dot(fabric: Fabric, agg: Aggregate | None = None) -> str:
+    """The aggregate view (see :func:`aggregate`) as DOT: tiers as ranks, pods as boxes.
+
+    Each vertex carries ``role``, ``tier`` and ``members``; each edge ``kind``, ``links`` and
+    ``bandwidth_gbps``, and a label with both numbers.
+    """
+    agg = agg or aggregate(fabric)
+    pods = fabric.plan.pods
+    name = fabric.spec.name
+    out = [
+        f"// {name}: {fabric.spec.gpus:,} GPUs, aggregated: {len(agg.groups):,} groups "
+        f"(servers and leaves by {'scalable unit' if agg.leaf_grouping == 'su' else 'pod'}, spines by "
+        f"pod, cores by core group), {len(agg.edges):,} group links. Written by topo {__version__}.\n",
+        f"graph {dot_id(name + '-aggregate')} {{\n",
+        '  graph [rankdir=BT, newrank=true, ranksep=1.5, nodesep=0.3, fontname="Helvetica"];\n',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];\n',
+        '  edge [fontname="Helvetica", fontsize=8];\n',
+    ]
+
+    def vertex(g: Group, indent: str) -> str:
+        return (f'{indent}{dot_id(g.id)} [role="{ROLES[g.tier]}", tier={g.tier}, members={g.members}, '
+                f'label={dot_label(g.label)}, '
+                f'fillcolor="{_TIER_COLOURS[g.tier]}"];\n')
+
+    if pods > 1:
+        wp = _width(pods)
+        by_pod: dict[int, list[Group]] = {}
+        for g in agg.groups:
+            if g.tier <= 2:
+                by_pod.setdefault(g.pod, []).append(g)
+        for pod in sorted(by_pod):
+            out.append(f'  subgraph {dot_id(f"cluster_pod{pod:0{wp}d}")} {{\n'
+                       f'    label="pod {pod}"; style=dashed; color="#969696";\n')
+            out.extend(vertex(g, "    ") for g in by_pod[pod])
+            out.append("  }\n")
+        out.extend(vertex(g, "  ") for g in agg.groups if g.tier == 3)
+    else:
+        out.extend(vertex(g, "  ") for g in agg.groups)
+    for t in range(fabric.plan.tiers + 1):
+        ids = " ".join(f"{dot_id(g.id)};" for g in agg.groups if g.tier == t)
+        out.append(f'  subgraph {dot_id(f"tier{t}")} {{ rank=same; {ids} }}\n')
+    for e in agg.edges:
+        k = LINK_KINDS.index(e.kind)
+        label = dot_label(_count(e.links, "link", "links") + f"\n{e.bandwidth_gbps:,} Gb/s")
+        out.append(f'  {dot_id(e.a)} -- {dot_id(e.b)} [kind="{e.kind}", links={e.links}, '
+                   f'bandwidth_gbps={e.bandwidth_gbps}, label={label}, color="{_KIND_COLOURS[k]}"];\n')
+    out.append("}\n")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# containerlab
+
+
+def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, str, str, str]]:
+    """Every switch-to-switch link as (lower switch, its interface, upper switch, its interface).
+
+    ``linux`` uses the configs' SONiC/FRR port names (``Ethernet0``, ``Ethernet8``, ...), which a
+    Linux container takes as its interface names; ``sonic-vs`` uses ``ethN`` for front-panel port
+    N, which SONiC's virtual switch maps to its own ports. Links in row order.
+    """
+    links, names = fabric.links, fabric.names
+    rows = np.flatnonzero(links.kind >= 1)
+    lanes = fabric.addressing.lanes_per_port
+    if kind == "sonic-vs":
+        def port(p: int) -> str:
+            return f"eth{p}"
+    else:
+        def port(p: int) -> str:
+            return sonic_port_name(p, 1, lanes, 1)
+    out = []
+    for lo, lo_port, hi, hi_port in zip(links.lo[rows].tolist(), links.lo_port[rows].tolist(),
+                                         links.hi[rows].tolist(), links.hi_port[rows].tolist()):
+        out.append((names[lo], port(lo_port), names[hi], port(hi_port)))
+    longest = max((max(len(r[1]), len(r[3])) for r in out), default=0)
+    if longest > MAX_INTERFACE_NAME:
+        raise ExportError(f"interface names of up to {longest} characters exceed Linux's "
+                          f"{MAX_INTERFACE_NAME}; containerlab cannot create them")
+    return out
+
+
+def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None = None) -> str:
+    """The containerlab topology (``containerlab/NAME.clab.yml``) of the fabric's switches.
+
+    One group per switch role sets the kind and image; each switch binds its generated config by
+    a path relative to the ``containerlab`` folder (``../switches/<switch>/...``); each
+    switch-to-switch link is one ``endpoints`` pair with the interface names the configs use.
+    Servers are left out. Written as text (a fixed, simple layout), one node bind or link per line.
+    """
+    if kind not in CLAB_KINDS:
+        raise ExportError(f"unknown containerlab kind {kind!r}; choose one of {', '.join(CLAB_KINDS)}")
+    image = image or CLAB_KINDS[kind]
+    name = fabric.spec.name
+    first_switch = fabric.first(1)
+    switches = len(fabric.names) - first_switch
+    roles = [ROLES[t] for t in range(1, fabric.plan.tiers + 1)]
+    what = "FRR in Linux containers" if kind == "linux" else "SONiC virtual switches"
+    out = [
+        f"# containerlab lab of the {switches:,} switches of {name} ({what}), cabled as the configs in\n",
+        f"# ../switches/ say. Written by topo {__version__}. Deploy from this folder:\n",
+        f"#   containerlab deploy -t {name}.clab.yml\n",
+        f"name: {json.dumps(name)}\n",
+        "topology:\n",
+        "  groups:\n",
+    ]
+    for role in roles:
+        out.append(f"    {role}:\n      kind: {json.dumps(kind)}\n      image: {json.dumps(image)}\n")
+        if kind == "linux":
+            out.append("      sysctls:\n"
+                       "        net.ipv4.ip_forward: 1\n"
+                       "        net.ipv6.conf.all.forwarding: 1\n")
+    out.append("  nodes:\n")
+    tier = fabric.tier.tolist()
+    for v in range(first_switch, len(fabric.names)):
+        sw = fabric.names[v]
+        out.append(f"    {sw}:\n      group: {ROLES[tier[v]]}\n      binds:\n")
+        if kind == "linux":
+            out.append(f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n'
+                       '        - "daemons:/etc/frr/daemons"\n'
+                       '        - "vtysh.conf:/etc/frr/vtysh.conf"\n')
+        else:
+            out.append(f'        - "../switches/{sw}/config_db.json:/var/sonic/config_db.json"\n'
+                       f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n')
+    links = switch_interfaces(fabric, kind)
+    if links:
+        out.append("  links:\n")
+        out.extend(f'    - endpoints: ["{a}:{ia}", "{b}:{ib}"]\n' for a, ia, b, ib in links)
+    return "".join(out)
+
+
+def frr_support_files(fabric: Fabric, user_dirs: Iterable[str | Path] = ()) -> dict[str, str]:
+    """``containerlab/daemons`` (bgpd on; bfdd when the spec enables BFD) and
+    ``containerlab/vtysh.conf``, from the templates in ``templates/exports``."""
+    from .render import render_template, template_environment
+
+    env = template_environment(user_dirs)
+    context = {"bfd": bool(fabric.spec.bfd), "name": fabric.spec.name, "version": __version__}
+    return {path: render_template(env, template, context) for path, template, _ in EXPORT_OUTPUTS}

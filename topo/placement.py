@@ -1,0 +1,372 @@
+"""Rank placement: host and rank files for launchers, and the fabric's shape for the Slurm scheduler.
+
+:func:`placement_files` returns ``{relative path: text}`` for
+
+``placement/hostfile``
+    Open MPI hostfile, ``host slots=GPUS`` per node, in placement order.
+``placement/rankfile``
+    Open MPI rankfile, ``rank N=host slot=S`` for every GPU; ranks are node-major, so a rank's local
+    rank is its GPU index ``S`` (and GPU ``S`` uses NIC ``S * nics_per_node // gpus_per_node``).
+``placement/deepspeed-hostfile``
+    DeepSpeed hostfile, ``host slots=GPUS`` (no comments or blank lines: older DeepSpeed rejects them).
+``placement/topology.conf``
+    Slurm ``topology/tree``: one switch entry per scalable unit, then pods and a top entry.
+``placement/topology-block.conf``
+    Slurm ``topology/block`` in ``topology.conf`` form (Slurm 24.05+): one block per scalable unit.
+``placement/topology.yaml``
+    Slurm ``topology.yaml`` (Slurm 25.05+): the block topology (default) and the same tree.
+
+Placement order is explicit: nodes sorted by pod, then scalable unit (in rack placement the SU is the
+ToR leaf), then node index (:func:`placement_order`). The nodes of one SU are adjacent, so a
+same-rank ring over a job's nodes crosses a leaf only where it passes from one SU to the next
+(:func:`ring_edges`). The fabric's own node order already is this order; the sort keeps it true if
+that ever changes.
+
+Every fact the templates print is computed here; the templates (``templates/placement/``) only lay
+them out. Host lists use Slurm's hostlist syntax, compressed by :func:`compress_hostlist` and read
+back by :func:`expand_hostlist`. Names and reasons are in ``docs/placement.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Sequence
+
+import jinja2
+import numpy as np
+
+from . import __version__
+from .fabric import Fabric
+from .render import render_template, template_environment
+
+#: Every placement file and the template it comes from, in output order.
+PLACEMENT_OUTPUTS = (
+    ("placement/hostfile", "placement/hostfile.j2"),
+    ("placement/rankfile", "placement/rankfile.j2"),
+    ("placement/deepspeed-hostfile", "placement/deepspeed-hostfile.j2"),
+    ("placement/topology.conf", "placement/topology.conf.j2"),
+    ("placement/topology-block.conf", "placement/topology-block.conf.j2"),
+    ("placement/topology.yaml", "placement/topology.yaml.j2"),
+)
+#: Most block levels Slurm's topology/block takes (levels 0-15: up to 2**15 base blocks).
+MAX_BLOCK_LEVELS = 16
+
+_TRAILING_NUMBER = re.compile(r"(.*?)([0-9]+)")
+_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+
+
+# --- Slurm hostlists ------------------------------------------------------------------------------
+
+
+def compress_hostlist(names: Iterable[str]) -> str:
+    """Names as a Slurm hostlist expression, in the given order: ``gpu[0000-0031]``.
+
+    A name splits into a prefix and a trailing number. Sequence-adjacent names with the same prefix
+    go into one bracket; within it, consecutive numbers that print with the width of the range's
+    first number (Slurm's rule: ``[08-10]`` is 08, 09, 10; ``[8-10]`` is 8, 9, 10) form a range.
+    A name without a trailing number (or with nothing before it) is written as it is, so names that
+    share no pattern (from a CSV table) become a plain comma list. :func:`expand_hostlist` gives
+    back exactly the input, in order.
+
+    Examples
+    --------
+    >>> compress_hostlist(["gpu0000", "gpu0001", "gpu0002", "gpu0003"])
+    'gpu[0000-0003]'
+    >>> compress_hostlist(["n8", "n9", "n10", "n12", "n012", "login", "x-leaf-00"])
+    'n[8-10,12,012],login,x-leaf-00'
+    >>> compress_hostlist(["a1"])
+    'a1'
+    """
+    groups: list[tuple[str, list[list]]] = []  # (prefix, [[first digits, first, last], ...]); "" prefix = plain
+    for name in names:
+        m = _TRAILING_NUMBER.fullmatch(name)
+        if m is None or not m.group(1):
+            groups.append(("", [[name, 0, 0]]))
+            continue
+        prefix, digits = m.groups()
+        value = int(digits)
+        if groups and groups[-1][0] == prefix:
+            ranges = groups[-1][1]
+            head, _, last = ranges[-1]
+            if value == last + 1 and f"{value:0{len(head)}d}" == digits:
+                ranges[-1][2] = value
+            else:
+                ranges.append([digits, value, value])
+        else:
+            groups.append((prefix, [[digits, value, value]]))
+    parts = []
+    for prefix, ranges in groups:
+        if not prefix:
+            parts.append(ranges[0][0])
+        elif len(ranges) == 1 and ranges[0][1] == ranges[0][2]:
+            parts.append(prefix + ranges[0][0])
+        else:
+            inner = ",".join(
+                head if first == last else f"{head}-{last:0{len(head)}d}" for head, first, last in ranges)
+            parts.append(f"{prefix}[{inner}]")
+    return ",".join(parts)
+
+
+def expand_hostlist(expression: str) -> list[str]:
+    """The names of a Slurm hostlist expression with at most one bracket per name, in order.
+
+    ``[lo-hi]`` prints every number with the width of ``lo`` (as Slurm does); a comma outside
+    brackets separates names.
+
+    Examples
+    --------
+    >>> expand_hostlist("gpu[08-10],login,n[1,3-4]x")
+    ['gpu08', 'gpu09', 'gpu10', 'login', 'n1x', 'n3x', 'n4x']
+
+    Raises
+    ------
+    ValueError
+        For an expression this reader does not take (nested or unbalanced brackets, bad ranges).
+    """
+    out: list[str] = []
+    for part in _split_top_level(expression):
+        if "[" not in part and "]" not in part:
+            out.append(part)
+            continue
+        m = re.fullmatch(r"([^\[\]]*)\[([^\[\]]+)\]([^\[\]]*)", part)
+        if m is None:
+            raise ValueError(f"hostlist {expression!r}: cannot read {part!r} (one bracket per name)")
+        prefix, ranges, suffix = m.groups()
+        for piece in ranges.split(","):
+            r = _RANGE.fullmatch(piece)
+            if r is None:
+                raise ValueError(f"hostlist {expression!r}: bad range {piece!r}")
+            lo, hi = r.group(1), r.group(2) if r.group(2) is not None else r.group(1)
+            if int(hi) < int(lo):
+                raise ValueError(f"hostlist {expression!r}: range {piece!r} runs backwards")
+            out += [f"{prefix}{v:0{len(lo)}d}{suffix}" for v in range(int(lo), int(hi) + 1)]
+    return out
+
+
+def _split_top_level(expression: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(expression):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(expression[start:i])
+            start = i + 1
+    parts.append(expression[start:])
+    if depth != 0 or any(not p for p in parts):
+        raise ValueError(f"hostlist {expression!r}: unbalanced brackets or an empty name")
+    return parts
+
+
+# --- order and facts ------------------------------------------------------------------------------
+
+
+def placement_order(fabric: Fabric) -> np.ndarray:
+    """Node indices in placement order: by pod, then scalable unit (rack: leaf), then node index.
+
+    The nodes of one SU (in rack placement, of one ToR leaf) are adjacent, and SUs of one pod are
+    adjacent, so same-rank rings stay on rail leaves except where they pass from one SU to the next.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> placement_order(build_fabric(load_spec({"gpus": 64, "gpus_per_node": 8}))).tolist()
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    """
+    n = fabric.plan.nodes
+    return np.lexsort((np.arange(n), fabric.su[:n], fabric.pod[:n])).astype(np.int64)
+
+
+def ring_edges(fabric: Fabric, order: np.ndarray | None = None) -> tuple[int, int]:
+    """(ring edges, edges that leave their SU) of one same-rank ring over the nodes in ``order``.
+
+    A ring over ``n`` nodes has ``n`` edges (node ``i`` to node ``i + 1``, the last back to the
+    first; none for one node). An edge between nodes of one SU goes through one rail leaf (rack: one
+    ToR); the others climb to a spine or core.
+
+    >>> from topo import build_fabric, load_spec
+    >>> ring_edges(build_fabric(load_spec({"gpus": 1024})))
+    (128, 4)
+    """
+    order = placement_order(fabric) if order is None else np.asarray(order, dtype=np.int64)
+    if order.size < 2:
+        return 0, 0
+    su = fabric.su[order]
+    return int(order.size), int(np.count_nonzero(su != np.roll(su, -1)))
+
+
+def gpu_nics(fabric: Fabric) -> list[int]:
+    """The NIC (rail) of each local rank: GPU ``r`` uses NIC ``r * nics_per_node // gpus_per_node``."""
+    gpus, nics = fabric.spec.gpus_per_node, fabric.spec.nics_per_node
+    return [r * nics // gpus for r in range(gpus)]
+
+
+def block_sizes(unit_nodes: Sequence[int]) -> list[int]:
+    """Slurm ``BlockSizes`` for blocks of these node counts: the base, then doubling up to all blocks.
+
+    The base is the largest block (a full scalable unit); each next size is twice the previous, until
+    one size holds every block (at most :data:`MAX_BLOCK_LEVELS` sizes).
+
+    >>> block_sizes([32, 32, 32, 29])
+    [32, 64, 128]
+    >>> block_sizes([16])
+    [16]
+    """
+    sizes = [max(unit_nodes)]
+    while len(sizes) < MAX_BLOCK_LEVELS and 2 ** (len(sizes) - 1) < len(unit_nodes):
+        sizes.append(sizes[-1] * 2)
+    return sizes
+
+
+def _span(names: Sequence[str]) -> str:
+    """A short description of many switch names: their hostlist when it is one bracket, else first to last."""
+    compressed = compress_hostlist(names)
+    return compressed if len(_split_top_level(compressed)) == 1 else f"{names[0]} to {names[-1]}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def _width(count: int, least: int) -> int:
+    return max(least, len(str(max(count - 1, 0))))
+
+
+def placement_facts(fabric: Fabric) -> dict[str, Any]:
+    """Everything the placement templates print, as plain data (documented in docs/placement.md)."""
+    spec, plan = fabric.spec, fabric.plan
+    names = fabric.names
+    n, gpus = plan.nodes, spec.gpus_per_node
+    order = placement_order(fabric)
+    node_su = fabric.su[:n]
+    node_pod = fabric.pod[:n]
+    leaf0 = fabric.first(1)
+    leaf_su = fabric.su[leaf0:leaf0 + plan.leaves]
+    rail = plan.placement == "rail"
+
+    # scalable units (rack placement: leaves) in placement order, with their nodes and leaves
+    su_in_order = node_su[order]
+    starts = np.flatnonzero(np.r_[True, su_in_order[1:] != su_in_order[:-1]])
+    ends = np.r_[starts[1:], order.size]
+    ws = _width(plan.sus, 2)
+    units = []
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        s = int(su_in_order[start])
+        members = order[start:end]
+        leaves = [names[leaf0 + i] for i in np.flatnonzero(leaf_su == s).tolist()]
+        hosts = [names[i] for i in members.tolist()]
+        name = f"{spec.name}-su{s:0{ws}d}" if rail else leaves[0]  # rack: the real ToR leaf
+        leaf_list = compress_hostlist(leaves)
+        units.append({
+            "index": s,
+            "name": name,
+            "pod": int(node_pod[members[0]]),
+            "nodes": compress_hostlist(hosts),
+            "node_count": len(hosts),
+            "leaves": leaf_list,
+            "leaf_count": len(leaves),
+            "about": (f"{name}: {_count(len(hosts), 'node')} on rail leaves {leaf_list}" if rail
+                      else f"leaf {name}: {_count(len(hosts), 'node')}"),
+        })
+
+    # pods: only when every SU's leaves lie in one pod (else an SU would need two parents)
+    tiers = plan.tiers
+    spine0, core0 = fabric.first(2), fabric.first(3)
+    leaf_pod = fabric.pod[leaf0:leaf0 + plan.leaves]
+    units_in_one_pod = all(len(set(leaf_pod[leaf_su == u["index"]].tolist())) == 1 for u in units)
+    pods: list[dict[str, Any]] = []
+    if tiers == 3 and units_in_one_pod:
+        wp = _width(plan.pods, 2)
+        spine_pod = fabric.pod[spine0:core0]
+        for p in sorted({u["pod"] for u in units}):
+            pod_units = [u for u in units if u["pod"] == p]
+            spines = [names[spine0 + i] for i in np.flatnonzero(spine_pod == p).tolist()]
+            pods.append({
+                "index": p,
+                "name": f"{spec.name}-pod{p:0{wp}d}",
+                "units": compress_hostlist(u["name"] for u in pod_units),
+                "unit_count": len(pod_units),
+                "spines": _span(spines),
+                "spine_count": len(spines),
+            })
+    if tiers == 2:
+        top_switches = [names[i] for i in range(spine0, core0)]
+        top_name, top_role = f"{spec.name}-spines", "spines"
+    else:
+        top_switches = [names[i] for i in range(core0, len(names))]
+        top_name, top_role = f"{spec.name}-cores", "cores"
+    children = pods if pods else units
+    top = {
+        "name": top_name,
+        "role": top_role,
+        "children": compress_hostlist(c["name"] for c in children),
+        "child_count": len(children),
+        "switches": _span(top_switches),
+        "switch_count": len(top_switches),
+    }
+
+    # the tree, leaves first: one entry per SU, then pods, then the top
+    tree = [{"name": u["name"], "nodes": u["nodes"], "switches": None,
+             "about": f"{u['name']}: rail leaves {u['leaves']}" if rail else ""} for u in units]
+    tree += [{"name": p["name"], "nodes": None, "switches": p["units"],
+              "about": f"{p['name']}: {_count(p['spine_count'], 'spine')}, {p['spines']}"} for p in pods]
+    tree.append({"name": top["name"], "nodes": None, "switches": top["children"],
+                 "about": f"{top['name']}: {_count(top['switch_count'], top_role[:-1])}, {top['switches']}"})
+
+    sizes = [u["node_count"] for u in units]
+    base = max(sizes)
+    nics = gpu_nics(fabric)
+    hosts = [{"name": names[v], "ranks": [(k * gpus + r, r) for r in range(gpus)]}
+             for k, v in enumerate(order.tolist())]
+    for unit, start, end in zip(units, starts.tolist(), ends.tolist()):
+        unit["hosts"] = hosts[start:end]
+    edges, crossing = ring_edges(fabric, order)
+    return {
+        "version": __version__,
+        "name": spec.name,
+        "tiers": tiers,
+        "placement": plan.placement,
+        "unit_term": "scalable unit" if rail else "leaf",
+        "gpus": n * gpus,
+        "node_count": n,
+        "gpus_per_node": gpus,
+        "nics_per_node": spec.nics_per_node,
+        "gpu_nics": nics,
+        "su_nodes": plan.su_nodes,
+        "hosts": hosts,
+        "units": units,
+        "pods": pods,
+        "pod_level": tiers == 3 and bool(pods),
+        "top": top,
+        "tree": tree,
+        "block_sizes": block_sizes(sizes),
+        "partial_units": [u["name"] for u in units if u["node_count"] < base],
+        "ring": {"edges": edges, "crossing": crossing, "leaf_local": edges - crossing},
+    }
+
+
+def placement_files(fabric: Fabric, env: jinja2.Environment | None = None) -> dict[str, str]:
+    """Every placement file of a build folder, by relative path (see the module docstring).
+
+    ``env`` is a Jinja2 environment from :func:`topo.render.template_environment` (the packaged
+    templates when None). Same fabric, same bytes.
+
+    Raises
+    ------
+    TemplateError
+        When a (user) template fails to render.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> files = placement_files(build_fabric(load_spec({"gpus": 16})))
+    >>> print(files["placement/deepspeed-hostfile"], end="")
+    cluster-node0000 slots=8
+    cluster-node0001 slots=8
+    >>> [line for line in files["placement/topology.conf"].splitlines() if not line.startswith("#")]
+    ['SwitchName=cluster-su00 Nodes=cluster-node[0000-0001]', 'SwitchName=cluster-spines Switches=cluster-su00']
+    """
+    env = env or template_environment()
+    context = {"p": placement_facts(fabric)}
+    return {path: render_template(env, template, context) for path, template in PLACEMENT_OUTPUTS}

@@ -1,0 +1,739 @@
+"""Server profiles: one server type as NCCL sees it, for the NCCL topology file (docs/nccl.md).
+
+A profile lists the CPUs (one per NUMA node, as NCCL's ``<cpu>``), the PCIe switches under each,
+and the GPUs and fabric NICs under each switch, with the values NCCL reads: bus ids, PCIe link
+speed and width, the GPU's compute capability and NVLinks, the NIC's RDMA device name, port, speed
+and GUID. Two profiles ship in ``topo/data/servers.yaml``; users describe their own servers in a
+YAML file with the same schema. Everything is checked when a profile is read, and all problems are
+reported at once in one :class:`~topo.errors.SpecError`.
+
+Derived facts, computed here so that the writer only prints them:
+
+* GPU ``dev`` (NVML index): the GPU's position in bus-id order, unless given.
+* NIC ``name``: ``mlx5_<i>`` with ``i`` its position in bus-id order, unless given.
+* NIC ``rail``: from its GPU, as the fabric pairs them: with ``g`` GPUs and ``n`` NICs per node,
+  GPU ``d`` uses NIC ``d * n // g`` (several GPUs per NIC), or NICs ``d * k ... d * k + k - 1``
+  with ``k = n // g`` (several NICs per GPU). Every GPU must share a PCIe switch with its NICs.
+* NIC ``guid``: ``0x`` and the first 16 hex digits of the SHA-256 of ``nic-guid:<busid>``, unless
+  given: stable, and unique because bus ids are.
+* CPU ``affinity``: NCCL's hex-word mask, computed from a Linux ``cpulist`` when one is given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import yaml
+
+from .errors import SpecError, did_you_mean
+from .spec import _SpecLoader  # YAML without base-60 numbers: 0000:16:00.0 stays a string
+
+if TYPE_CHECKING:
+    from .spec import FabricSpec
+
+#: Bus id in the form NCCL compares against: domain, bus, device (0-1f), function (0-7), lower case.
+BUSID_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]")
+#: The ``link_speed`` strings NCCL's dictionary holds (topo.cc ``kvDictPciGen``), to GB/s per lane x 8.
+LINK_SPEEDS = {
+    "2.5 GT/s": 15, "5 GT/s": 30, "8 GT/s": 60, "16 GT/s": 120, "32 GT/s": 240,
+    "2.5 GT/s PCIe": 15, "5.0 GT/s PCIe": 30, "8.0 GT/s PCIe": 60, "16.0 GT/s PCIe": 120,
+    "32.0 GT/s PCIe": 240, "64.0 GT/s PCIe": 480,
+}
+#: CPU architectures and x86 vendors NCCL knows (topo.cc kvDictCpuArch / kvDictCpuVendor).
+ARCHS = ("x86_64", "arm64", "ppc64")
+X86_VENDORS = ("GenuineIntel", "AuthenticAMD", "CentaurHauls", "  Shanghai  ")
+#: Vendor/device id attributes a switch may carry, in the order they are written.
+SWITCH_IDS = ("vendor", "device", "subsystem_vendor", "subsystem_device")
+#: NVSwitch PCI class: the target class of a GPU's NVLinks on an NVSwitch system.
+NVSWITCH_CLASS = "0x068000"
+
+_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+_NIC_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}")
+_HEX_RE = re.compile(r"0x[0-9a-f]+")
+_MASK_RE = re.compile(r"[0-9a-f]{8}(,[0-9a-f]{8})*")
+_CPULIST_RE = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
+_SAFE_TEXT_RE = re.compile(r"[ -~]{1,200}")  # printable ASCII, no quotes checked separately
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU: its PCI function and the ``<gpu>`` values NCCL reads."""
+
+    busid: str
+    dev: int
+    sm: int | None
+    gdr: int | None
+    nvlink: int
+    link_speed: str
+    link_width: int
+
+
+@dataclass(frozen=True)
+class Nic:
+    """One fabric NIC port: its PCI function and the ``<net>`` values NCCL reads."""
+
+    busid: str
+    name: str
+    rail: int
+    port: int
+    speed_mbps: int
+    guid: str
+    gdr: int | None
+    link_speed: str
+    link_width: int
+    pci_class: str | None
+
+
+@dataclass(frozen=True)
+class PciSwitch:
+    """A PCIe switch with the GPUs and NICs below it."""
+
+    busid: str
+    link_speed: str
+    link_width: int
+    ids: tuple[tuple[str, str], ...]
+    gpus: tuple[Gpu, ...]
+    nics: tuple[Nic, ...]
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """One NUMA node (NCCL's ``<cpu>``) with its PCIe switches."""
+
+    numaid: int
+    affinity: str
+    arch: str
+    vendor: str | None
+    familyid: int | None
+    modelid: int | None
+    switches: tuple[PciSwitch, ...]
+
+
+@dataclass(frozen=True)
+class ServerProfile:
+    """One server type, checked. Read one with :func:`resolve_server` or :func:`load_server_profile`.
+
+    Attributes
+    ----------
+    name : str
+        Profile name; the NCCL files are called ``nccl/<name>-topo.xml`` and ``nccl/<name>.env``.
+    description : str
+    cpus : tuple of Cpu
+    socket_ifname : str or None
+        ``NCCL_SOCKET_IFNAME`` for the bootstrap network, when the profile names one.
+    source : str
+        ``"shipped"``, ``"generic"`` or the path of the YAML file it came from.
+
+    Examples
+    --------
+    >>> p = server_profiles()["hgx-h100-8nic"]
+    >>> p.gpu_count, p.nic_count, p.nic_gbps
+    (8, 8, 400)
+    >>> [(g.busid, g.dev) for g in p.gpus][:2]
+    [('0000:1b:00.0', 0), ('0000:43:00.0', 1)]
+    >>> [(n.name, n.rail) for n in p.nics_of_gpu(3)]
+    [('mlx5_3', 3)]
+    """
+
+    name: str
+    description: str
+    cpus: tuple[Cpu, ...]
+    socket_ifname: str | None
+    source: str
+
+    @property
+    def switches(self) -> tuple[PciSwitch, ...]:
+        return tuple(sw for cpu in self.cpus for sw in cpu.switches)
+
+    @property
+    def gpus(self) -> tuple[Gpu, ...]:
+        """GPUs by ``dev`` (NVML index = local rank)."""
+        return tuple(sorted((g for sw in self.switches for g in sw.gpus), key=lambda g: g.dev))
+
+    @property
+    def nics(self) -> tuple[Nic, ...]:
+        """NICs by rail."""
+        return tuple(sorted((n for sw in self.switches for n in sw.nics), key=lambda n: n.rail))
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(len(sw.gpus) for sw in self.switches)
+
+    @property
+    def nic_count(self) -> int:
+        return sum(len(sw.nics) for sw in self.switches)
+
+    @property
+    def nic_gbps(self) -> int | None:
+        """NIC speed in Gb/s when all NICs have the same one, else None."""
+        speeds = {n.speed_mbps for n in self.nics}
+        return speeds.pop() // 1000 if len(speeds) == 1 else None
+
+    @property
+    def generic(self) -> bool:
+        """Built from counts alone: bus ids and CPU values are placeholders."""
+        return self.source == "generic"
+
+    def nics_of_gpu(self, dev: int) -> tuple[Nic, ...]:
+        """The NICs GPU ``dev`` uses (its rail or rails)."""
+        return tuple(n for n in self.nics if n.rail in rails_of_gpu(dev, self.gpu_count, self.nic_count))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A summary for people and for ``--format json``: counts, CPUs, and the GPU-NIC pairing."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "gpus": self.gpu_count,
+            "nics": self.nic_count,
+            "nic_gbps": self.nic_gbps,
+            "cpus": [{"numaid": c.numaid, "arch": c.arch, "vendor": c.vendor, "familyid": c.familyid,
+                      "modelid": c.modelid, "switches": len(c.switches)} for c in self.cpus],
+            "pairing": [{"gpu": g.dev, "gpu_busid": g.busid,
+                         "nics": [n.name for n in self.nics_of_gpu(g.dev)]} for g in self.gpus],
+        }
+
+
+def rails_of_gpu(dev: int, gpus: int, nics: int) -> range:
+    """Rails (NIC indices) GPU ``dev`` uses, as the fabric pairs them (see topo.collective).
+
+    >>> list(rails_of_gpu(5, 8, 4)), list(rails_of_gpu(1, 4, 8)), list(rails_of_gpu(3, 8, 8))
+    ([2], [2, 3], [3])
+    """
+    if gpus >= nics:
+        rail = dev * nics // gpus
+        return range(rail, rail + 1)
+    per = nics // gpus
+    return range(dev * per, dev * per + per)
+
+
+def nic_guid(busid: str) -> str:
+    """The GUID topo gives a NIC that has none in its profile: derived from its bus id.
+
+    >>> nic_guid("0000:18:00.0")
+    '0x2bde0d644047d15e'
+    """
+    return "0x" + hashlib.sha256(f"nic-guid:{busid}".encode()).hexdigest()[:16]
+
+
+def cpulist_to_mask(cpus: set[int], words: int) -> str:
+    """A set of CPU numbers as NCCL's affinity mask: 32-bit hex words, most significant first.
+
+    >>> cpulist_to_mask(set(range(48)), 3)
+    '00000000,0000ffff,ffffffff'
+    """
+    value = sum(1 << c for c in cpus)
+    return ",".join(f"{(value >> (32 * w)) & 0xFFFFFFFF:08x}" for w in reversed(range(words)))
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """A Linux cpulist (``0-55,112-167``) as a set of CPU numbers.
+
+    >>> sorted(parse_cpulist("0-2,8"))
+    [0, 1, 2, 8]
+    """
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        first, last = int(lo), int(hi or lo)
+        if last < first:
+            raise ValueError(f"range {part} runs backwards")
+        cpus.update(range(first, last + 1))
+    return cpus
+
+
+def _mask_cpus(mask: str) -> set[int]:
+    words = mask.split(",")
+    value = 0
+    for word in words:
+        value = (value << 32) | int(word, 16)
+    return {i for i in range(32 * len(words)) if value >> i & 1}
+
+
+# --- reading a profile ------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Checks one profile mapping, collecting every problem with the field it is in."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.problems: list[str] = []
+
+    def bad(self, field: str, message: str) -> None:
+        self.problems.append(f"{self.where}: {field}: {message}")
+
+    def mapping(self, value: Any, field: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.bad(field, f"expected a mapping, got {value!r}")
+            return {}
+        for key in value:
+            if key not in allowed:
+                self.bad(field, f"unknown key {key!r}{did_you_mean(str(key), allowed)}; "
+                                f"known: {', '.join(allowed)}")
+        return dict(value)
+
+    def integer(self, value: Any, field: str, low: int, high: int, default: Any = ...) -> Any:
+        if value is None and default is not ...:
+            return default
+        if value is None:
+            self.bad(field, f"required (a whole number from {low} to {high})")
+            return low
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.bad(field, f"expected a whole number from {low} to {high}, got {value!r}")
+            return low
+        if not low <= value <= high:
+            self.bad(field, f"must be from {low} to {high}, got {value}")
+        return value
+
+    def flag(self, value: Any, field: str) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return int(value)
+        if value in (0, 1):
+            return int(value)
+        self.bad(field, f"expected 0 or 1, got {value!r}")
+        return None
+
+    def busid(self, value: Any, field: str) -> str:
+        if isinstance(value, str) and BUSID_RE.fullmatch(value):
+            return value
+        hint = ""
+        if isinstance(value, str):
+            fixed = _normal_busid(value)
+            if fixed:
+                hint = f"; write {fixed!r}"
+        self.bad(field, f"{value!r} is not a bus id as NCCL compares them: dddd:bb:dd.f in lower-case "
+                        f"hex, e.g. '0000:1b:00.0'{hint}")
+        return str(value)
+
+    def link_speed(self, value: Any, field: str) -> str:
+        if isinstance(value, str) and value in LINK_SPEEDS:
+            return value
+        if value is None:
+            self.bad(field, "required, e.g. '32.0 GT/s PCIe' (Gen5) or '16.0 GT/s PCIe' (Gen4)")
+            return ""
+        self.bad(field, f"{value!r} is not in NCCL's link_speed dictionary (NCCL would read it as "
+                        f"PCIe Gen3); use one of '16.0 GT/s PCIe', '32.0 GT/s PCIe', '64.0 GT/s PCIe', ...")
+        return str(value)
+
+    def hex_id(self, value: Any, field: str, digits: int) -> str:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return f"0x{value:0{digits}x}"
+        if isinstance(value, str) and _HEX_RE.fullmatch(value.lower()):
+            return value.lower()
+        self.bad(field, f"expected a hex number such as '0x{'0' * (digits - 1)}1', got {value!r}")
+        return "0x0"
+
+    def text(self, value: Any, field: str, pattern: re.Pattern = _SAFE_TEXT_RE) -> str:
+        if isinstance(value, str) and pattern.fullmatch(value) and not set(value) & set("\"'<>&"):
+            return value
+        self.bad(field, f"expected plain text without quotes or <>&, got {value!r}")
+        return str(value)
+
+
+def _normal_busid(text: str) -> str | None:
+    """``00000000:1B:00.0`` (nvidia-smi) or ``1b:00.0`` (lspci) in NCCL's form, if it is one."""
+    m = re.fullmatch(r"(?:([0-9A-Fa-f]{4,8}):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])", text.strip())
+    if not m:
+        return None
+    domain = int(m.group(1) or "0", 16)
+    if domain > 0xFFFF:
+        return None
+    fixed = f"{domain:04x}:{m.group(2).lower()}:{m.group(3).lower()}.{m.group(4)}"
+    return fixed if BUSID_RE.fullmatch(fixed) else None
+
+
+_PROFILE_KEYS = ("name", "description", "gpu", "nic", "switch", "cpus", "socket_ifname")
+_GPU_KEYS = ("busid", "dev", "sm", "gdr", "nvlink", "link_speed", "link_width")
+_NIC_KEYS = ("busid", "name", "port", "speed_mbps", "guid", "gdr", "link_speed", "link_width", "class")
+_SWITCH_KEYS = ("busid", "link_speed", "link_width", *SWITCH_IDS, "gpus", "nics")
+_CPU_KEYS = ("numaid", "cpulist", "affinity", "arch", "vendor", "familyid", "modelid", "switches")
+
+
+def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
+    """Check one profile mapping (the schema of docs/nccl.md) and build the profile.
+
+    Raises
+    ------
+    SpecError
+        One line per problem, each naming the profile, the field and the value.
+    """
+    r = _Reader(f"server profile {name!r}" + ("" if source == "shipped" else f" ({source})"))
+    if not _NAME_RE.fullmatch(name):
+        r.bad("name", f"{name!r} must be lower-case letters, digits, '.', '_' or '-' (it names files)")
+    top = r.mapping(data, "profile", _PROFILE_KEYS)
+    if not top and not r.problems:
+        r.bad("profile", "is empty")
+    description = top.get("description", name)
+    if not isinstance(description, str) or "\n" in description or len(description) > 200:
+        r.bad("description", f"expected one line of text, got {description!r}")
+        description = str(description)
+    socket_ifname = top.get("socket_ifname")
+    if socket_ifname is not None:
+        socket_ifname = r.text(socket_ifname, "socket_ifname", re.compile(r"[=^]?[A-Za-z0-9_.,:=-]{1,100}"))
+    gpu_d = r.mapping(top.get("gpu"), "gpu", _GPU_KEYS[1:])
+    nic_d = r.mapping(top.get("nic"), "nic", _NIC_KEYS[1:])
+    sw_d = r.mapping(top.get("switch"), "switch", _SWITCH_KEYS[1:-2])
+
+    cpus_raw = top.get("cpus")
+    if not isinstance(cpus_raw, list) or not cpus_raw:
+        r.bad("cpus", f"expected a list with one entry per NUMA node, got {cpus_raw!r}")
+        cpus_raw = []
+
+    # first pass: read every entry; GPU dev and NIC name/rail need the whole server
+    gpu_rows: list[tuple[str, dict]] = []  # (field, merged values)
+    nic_rows: list[tuple[str, dict]] = []
+    switch_rows: list[tuple[str, dict, list[int], list[int]]] = []  # field, values, gpu idx, nic idx
+    cpu_rows: list[tuple[str, dict, list[int]]] = []
+    for i, c in enumerate(cpus_raw):
+        cf = f"cpus[{i}]"
+        c = r.mapping(c, cf, _CPU_KEYS)
+        switches_raw = c.get("switches")
+        if not isinstance(switches_raw, list) or not switches_raw:
+            r.bad(f"{cf}.switches", f"expected a list of PCIe switches, got {switches_raw!r}")
+            switches_raw = []
+        sw_idx = []
+        for j, s in enumerate(switches_raw):
+            sf = f"{cf}.switches[{j}]"
+            s = r.mapping(s, sf, _SWITCH_KEYS)
+            merged = {**sw_d, **{k: v for k, v in s.items() if k not in ("gpus", "nics")}}
+            g_idx, n_idx = [], []
+            for kind, rows, keys, defaults, out in (("gpus", gpu_rows, _GPU_KEYS, gpu_d, g_idx),
+                                                    ("nics", nic_rows, _NIC_KEYS, nic_d, n_idx)):
+                items = s.get(kind)
+                if not isinstance(items, list) or not items:
+                    r.bad(f"{sf}.{kind}", f"expected a list of bus ids (each switch pairs GPUs with "
+                                          f"their NICs), got {items!r}")
+                    continue
+                for k, item in enumerate(items):
+                    f = f"{sf}.{kind}[{k}]"
+                    entry = {"busid": item} if not isinstance(item, Mapping) else r.mapping(item, f, keys)
+                    out.append(len(rows))
+                    rows.append((f, {**defaults, **entry}))
+            sw_idx.append(len(switch_rows))
+            switch_rows.append((sf, merged, g_idx, n_idx))
+        cpu_rows.append((cf, c, sw_idx))
+
+    # bus ids: well-formed and unique
+    seen: dict[str, str] = {}
+    entries = [(f"{f}.busid", v) for f, v, *_ in switch_rows] + gpu_rows + nic_rows
+    for f, values in entries:
+        values["busid"] = r.busid(values.get("busid"), f)
+        if values["busid"] in seen:
+            r.bad(f, f"bus id {values['busid']} is also {seen[values['busid']]}")
+        else:
+            seen[values["busid"]] = f
+
+    n_gpus, n_nics = len(gpu_rows), len(nic_rows)
+    if n_gpus and n_nics and n_gpus % n_nics and n_nics % n_gpus:
+        r.bad("cpus", f"{n_gpus} GPUs and {n_nics} NICs: one must divide the other so that every GPU "
+                      f"has the same share of NICs")
+
+    # GPU dev: given, or position in bus-id order (NVML's order)
+    by_bus = sorted(range(n_gpus), key=lambda i: gpu_rows[i][1]["busid"])
+    devs = [0] * n_gpus
+    for order, i in enumerate(by_bus):
+        f, v = gpu_rows[i]
+        devs[i] = r.integer(v.get("dev"), f"{f}.dev", 0, max(n_gpus - 1, 0), default=order)
+    if sorted(devs) != list(range(n_gpus)) and n_gpus:
+        r.bad("gpus", f"GPU dev values {sorted(devs)} must be 0 to {n_gpus - 1}, each once")
+
+    gpus: list[Gpu] = []
+    for i, (f, v) in enumerate(gpu_rows):
+        sm = v.get("sm")
+        gpus.append(Gpu(
+            busid=v["busid"], dev=devs[i],
+            sm=None if sm is None else r.integer(sm, f"{f}.sm", 10, 1000),
+            gdr=r.flag(v.get("gdr"), f"{f}.gdr"),
+            nvlink=r.integer(v.get("nvlink"), f"{f}.nvlink", 0, 64, default=0),
+            link_speed=r.link_speed(v.get("link_speed"), f"{f}.link_speed"),
+            link_width=r.integer(v.get("link_width"), f"{f}.link_width", 1, 32),
+        ))
+
+    # NIC rail: from the GPUs of its switch; name: given or mlx5_<bus-id order>
+    rails: list[int | None] = [None] * n_nics
+    if n_gpus and n_nics and not (n_gpus % n_nics and n_nics % n_gpus) and sorted(devs) == list(range(n_gpus)):
+        for sf, _, g_idx, n_idx in switch_rows:
+            if not g_idx or not n_idx:
+                continue
+            want = sorted({rail for i in g_idx for rail in rails_of_gpu(devs[i], n_gpus, n_nics)})
+            owners = {i for rail in want for i in range(n_gpus)
+                      if rail in rails_of_gpu(devs[i], n_gpus, n_nics)}
+            here = {i for i in g_idx}
+            if owners != here or len(want) != len(n_idx):
+                names = ", ".join(f"GPU {devs[i]}" for i in sorted(g_idx, key=lambda i: devs[i]))
+                others = sorted(devs[i] for i in owners - here)
+                share = f"; GPU {', '.join(map(str, others))} use the same NIC and must be under this switch too" \
+                    if others else ""
+                r.bad(sf, f"holds {names} and {len(n_idx)} NIC(s), but in a {n_gpus}-GPU {n_nics}-NIC "
+                          f"server they use {len(want)} NIC(s) (rail {', '.join(map(str, want))}){share}")
+                continue
+            for rail, i in zip(want, n_idx):
+                rails[i] = rail
+    nic_order = {i: k for k, i in enumerate(sorted(range(n_nics), key=lambda i: nic_rows[i][1]["busid"]))}
+    nics: list[Nic] = []
+    names_seen: dict[str, str] = {}
+    guids_seen: dict[str, str] = {}
+    for i, (f, v) in enumerate(nic_rows):
+        nic_name = r.text(v.get("name", f"mlx5_{nic_order[i]}"), f"{f}.name", _NIC_NAME_RE)
+        if nic_name in names_seen:
+            r.bad(f"{f}.name", f"{nic_name} is also the name of {names_seen[nic_name]}")
+        names_seen.setdefault(nic_name, f)
+        guid = r.hex_id(v["guid"], f"{f}.guid", 16) if v.get("guid") is not None else nic_guid(v["busid"])
+        if guid in guids_seen:
+            r.bad(f"{f}.guid", f"{guid} is also the GUID of {guids_seen[guid]}; NCCL would take them for "
+                               f"one NIC")
+        guids_seen.setdefault(guid, f)
+        pci_class = v.get("class")
+        if pci_class is not None:
+            pci_class = r.hex_id(pci_class, f"{f}.class", 6)
+            if not pci_class.startswith("0x02"):
+                r.bad(f"{f}.class", f"{pci_class} is not a network controller class (0x02....)")
+        nics.append(Nic(
+            busid=v["busid"], name=nic_name, rail=rails[i] if rails[i] is not None else -1,
+            port=r.integer(v.get("port"), f"{f}.port", 1, 255, default=1),
+            speed_mbps=r.integer(v.get("speed_mbps"), f"{f}.speed_mbps", 1000, 100_000_000),
+            guid=guid, gdr=r.flag(v.get("gdr"), f"{f}.gdr"),
+            link_speed=r.link_speed(v.get("link_speed"), f"{f}.link_speed"),
+            link_width=r.integer(v.get("link_width"), f"{f}.link_width", 1, 32),
+            pci_class=pci_class,
+        ))
+
+    switches: list[PciSwitch] = []
+    for sf, v, g_idx, n_idx in switch_rows:
+        ids = tuple((key, r.hex_id(v[key], f"{sf}.{key}", 4)) for key in SWITCH_IDS if v.get(key) is not None)
+        switches.append(PciSwitch(
+            busid=v["busid"], link_speed=r.link_speed(v.get("link_speed"), f"{sf}.link_speed"),
+            link_width=r.integer(v.get("link_width"), f"{sf}.link_width", 1, 32),
+            ids=ids, gpus=tuple(gpus[i] for i in g_idx), nics=tuple(nics[i] for i in n_idx),
+        ))
+
+    cpus = _read_cpus(r, cpu_rows, switches)
+    if r.problems:
+        raise SpecError(r.problems)
+    return ServerProfile(name=name, description=description, cpus=tuple(cpus),
+                         socket_ifname=socket_ifname, source=source)
+
+
+def _read_cpus(r: _Reader, cpu_rows: list, switches: list[PciSwitch]) -> list[Cpu]:
+    cpulists: dict[int, set[int]] = {}
+    masks: dict[int, str] = {}  # masks given as such are written as given
+    for i, (cf, c, _) in enumerate(cpu_rows):
+        has_list, has_mask = c.get("cpulist") is not None, c.get("affinity") is not None
+        if has_list == has_mask:
+            r.bad(cf, "give either cpulist (as in /sys/devices/system/node/nodeN/cpulist, e.g. 0-55,112-167) "
+                      "or affinity (NCCL's hex-word mask, e.g. 00000000,0000ffff,ffffffff)")
+        elif has_list:
+            text = str(c["cpulist"]).replace(" ", "")
+            try:
+                if not _CPULIST_RE.fullmatch(text):
+                    raise ValueError("expected numbers and ranges such as 0-55,112-167")
+                cpulists[i] = parse_cpulist(text)
+            except ValueError as exc:
+                r.bad(f"{cf}.cpulist", f"{c['cpulist']!r}: {exc}")
+        else:
+            mask = str(c["affinity"]).lower()
+            if not _MASK_RE.fullmatch(mask):
+                r.bad(f"{cf}.affinity", f"{c['affinity']!r} is not a hex-word mask such as "
+                                        f"00000000,0000ffff,ffffffff (8 hex digits per 32 CPUs, as in "
+                                        f"/sys/devices/system/node/nodeN/cpumap; '0-47' style is misread by NCCL)")
+            else:
+                cpulists[i] = _mask_cpus(mask)
+                masks[i] = mask
+    everything = set().union(*cpulists.values()) if cpulists else set()
+    words = max(1, (max(everything, default=0) + 32) // 32)
+    owner: dict[int, str] = {}
+    for i, cpu_set in cpulists.items():
+        if not cpu_set:
+            r.bad(cpu_rows[i][0], "has no CPUs")
+        for n in sorted(cpu_set):
+            if n in owner:
+                r.bad(cpu_rows[i][0], f"CPU {n} is also in {owner[n]}")
+                break
+            owner[n] = cpu_rows[i][0]
+
+    cpus: list[Cpu] = []
+    numaids: dict[int, str] = {}
+    for i, (cf, c, sw_idx) in enumerate(cpu_rows):
+        numaid = r.integer(c.get("numaid"), f"{cf}.numaid", -1, 4095)
+        if numaid in numaids:
+            r.bad(f"{cf}.numaid", f"{numaid} is also the numaid of {numaids[numaid]}")
+        numaids.setdefault(numaid, cf)
+        arch = c.get("arch")
+        if arch not in ARCHS:
+            r.bad(f"{cf}.arch", f"expected one of {', '.join(ARCHS)}, got {arch!r}")
+        vendor, familyid, modelid = c.get("vendor"), c.get("familyid"), c.get("modelid")
+        if arch == "x86_64":
+            if vendor not in X86_VENDORS:
+                r.bad(f"{cf}.vendor", f"expected one of GenuineIntel, AuthenticAMD, CentaurHauls (NCCL takes "
+                                      f"an unknown x86 vendor for a free inter-socket link), got {vendor!r}")
+            for key, value in (("familyid", familyid), ("modelid", modelid)):
+                if value is None:
+                    r.bad(f"{cf}.{key}", "required on x86_64 (decimal CPUID value, e.g. familyid 6, modelid "
+                                         "143 for Sapphire Rapids): NCCL uses it for the inter-socket bandwidth")
+        if vendor is not None and arch != "x86_64":
+            vendor = r.text(vendor, f"{cf}.vendor")
+        familyid = None if familyid is None else r.integer(familyid, f"{cf}.familyid", 0, 4095)
+        modelid = None if modelid is None else r.integer(modelid, f"{cf}.modelid", 0, 4095)
+        affinity = masks.get(i) or (cpulist_to_mask(cpulists[i], words) if i in cpulists else "")
+        cpus.append(Cpu(numaid=numaid, affinity=affinity, arch=str(arch), vendor=vendor,
+                        familyid=familyid, modelid=modelid,
+                        switches=tuple(switches[j] for j in sw_idx)))
+    return cpus
+
+
+def read_profile_text(text: str, source: str, default_name: str) -> ServerProfile:
+    """A profile from YAML text: one profile (``name:`` optional) or a one-entry ``name: profile`` map."""
+    try:
+        data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError([f"server: profile file {source}: malformed YAML{where}: {problem}"]) from None
+    if not isinstance(data, Mapping) or not data:
+        raise SpecError([f"server: profile file {source}: expected a server profile (a mapping with cpus: "
+                         f"...), got {type(data).__name__ if data is not None else 'an empty file'}"])
+    if "cpus" in data:
+        name = data.get("name", default_name)
+        body = {k: v for k, v in data.items() if k != "name"}
+        return profile_from_dict(str(name), body, source)
+    if len(data) != 1:
+        raise SpecError([f"server: profile file {source}: holds {len(data)} profiles "
+                         f"({', '.join(map(str, data))}); a profile file describes one server type"])
+    (name, body), = data.items()
+    return profile_from_dict(str(name), body, source)
+
+
+def load_server_profile(path: str | Path) -> ServerProfile:
+    """Read a user's profile file (same schema as ``topo/data/servers.yaml``, see docs/nccl.md)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError([f"server: profile file {path}: cannot read it ({exc.strerror or exc})"]) from None
+    stem = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-._") or "server"
+    return read_profile_text(text, str(path), stem)
+
+
+@lru_cache(maxsize=1)
+def server_profiles() -> dict[str, ServerProfile]:
+    """The server profiles shipped with topo, by name (read and checked once)."""
+    text = resources.files("topo.data").joinpath("servers.yaml").read_text(encoding="utf-8")
+    raw = yaml.load(text, Loader=_SpecLoader)  # noqa: S506
+    return {name: profile_from_dict(name, body, "shipped") for name, body in raw.items()}
+
+
+def generic_profile(gpus: int, nics: int, nic_gbps: int) -> ServerProfile:
+    """A profile from counts alone: the pairing is right, bus ids and CPU values are placeholders.
+
+    One PCIe switch per ``min(gpus, nics)`` group, each in its own PCI domain (``000N:``), split over
+    two NUMA nodes when the count is even. GPUs get no ``sm``, ``gdr`` or NVLinks, so NCCL detects
+    them; the CPUs are described as x86_64 Intel Sapphire Rapids, which NCCL needs to be told for
+    a NUMA node whose GPUs are not its own. Not for installing as it is (see docs/nccl.md).
+
+    >>> p = generic_profile(4, 8, 200)
+    >>> p.name, p.gpu_count, p.nic_count, [n.name for n in p.nics_of_gpu(1)]
+    ('generic-4gpu-8nic', 4, 8, ['mlx5_2', 'mlx5_3'])
+    """
+    groups = min(gpus, nics)
+    sockets = 2 if groups % 2 == 0 else 1
+    per_socket = groups // sockets
+    g_per, n_per = gpus // groups, nics // groups
+
+    def switch(k: int) -> dict[str, Any]:
+        return {"busid": f"{k + 1:04x}:00:00.0",
+                "gpus": [f"{k + 1:04x}:{0x10 + j:02x}:00.0" for j in range(g_per)],
+                "nics": [f"{k + 1:04x}:{0x80 + j:02x}:00.0" for j in range(n_per)]}
+
+    cores = 64
+    body = {
+        "description": f"generic {gpus}-GPU {nics}-NIC server (placeholder bus ids and CPU model)",
+        "gpu": {"link_speed": "32.0 GT/s PCIe", "link_width": 16},
+        "nic": {"speed_mbps": nic_gbps * 1000, "port": 1, "link_speed": "32.0 GT/s PCIe", "link_width": 16},
+        "switch": {"link_speed": "32.0 GT/s PCIe", "link_width": 16, **{k: "0xffff" for k in SWITCH_IDS}},
+        "cpus": [{"numaid": s, "cpulist": f"{s * cores}-{s * cores + cores - 1}", "arch": "x86_64",
+                  "vendor": "GenuineIntel", "familyid": 6, "modelid": 143,
+                  "switches": [switch(s * per_socket + k) for k in range(per_socket)]}
+                 for s in range(sockets)],
+    }
+    return profile_from_dict(f"generic-{gpus}gpu-{nics}nic", body, "generic")
+
+
+def _is_path(value: str) -> bool:
+    return value.lower().endswith((".yaml", ".yml")) or "/" in value or "\\" in value
+
+
+def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> ServerProfile:
+    """The server profile of a spec: its ``server`` field, or one chosen from the node shape.
+
+    ``server`` is a shipped profile's name or the path of a YAML profile (relative to ``base_dir``,
+    the spec file's folder, when given). Without it, the shipped profile with the spec's GPUs, NICs
+    and NIC speed per node is taken, else a :func:`generic_profile` for those counts.
+
+    Raises
+    ------
+    SpecError
+        For an unknown name, an unreadable or malformed profile, or a profile whose GPU count, NIC
+        count or NIC speed differs from the spec's.
+
+    Examples
+    --------
+    >>> from topo.spec import load_spec
+    >>> resolve_server(load_spec({"gpus": 64, "nics_per_node": 4})).name
+    'hgx-h100-4nic'
+    >>> resolve_server(load_spec({"gpus": 64, "server": "hgx-h100-8nik"}))
+    Traceback (most recent call last):
+    ...
+    topo.errors.SpecError: server: unknown server profile 'hgx-h100-8nik' (did you mean 'hgx-h100-8nic'?); known: hgx-h100-4nic, hgx-h100-8nic, or the path of a YAML profile (docs/nccl.md)
+    """
+    gpn, npn, gbps = spec.gpus_per_node, spec.nics_per_node, spec.nic_gbps
+    shipped = server_profiles()
+    value = spec.server
+    if value is None:
+        for name in sorted(shipped):
+            p = shipped[name]
+            if (p.gpu_count, p.nic_count, p.nic_gbps) == (gpn, npn, gbps):
+                return p
+        return generic_profile(gpn, npn, gbps)
+    if value in shipped:
+        profile = shipped[value]
+    elif _is_path(value) or (Path(base_dir or ".") / value).is_file():
+        path = Path(value)
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path
+        profile = load_server_profile(path)
+    else:
+        known = ", ".join(sorted(shipped))
+        raise SpecError([f"server: unknown server profile {value!r}{did_you_mean(value, shipped)}; "
+                         f"known: {known}, or the path of a YAML profile (docs/nccl.md)"])
+    check_server(profile, spec)
+    return profile
+
+
+def check_server(profile: ServerProfile, spec: "FabricSpec") -> None:
+    """Raise SpecError when a profile's GPU count, NIC count or NIC speed differs from the spec's."""
+    gpn, npn, gbps = spec.gpus_per_node, spec.nics_per_node, spec.nic_gbps
+    problems = []
+    if (profile.gpu_count, profile.nic_count) != (gpn, npn):
+        problems.append(
+            f"server={profile.name} has {profile.gpu_count} GPUs and {profile.nic_count} NICs per node, but "
+            f"gpus_per_node={gpn} and nics_per_node={npn}")
+    speeds = sorted({n.speed_mbps for n in profile.nics})
+    if speeds != [gbps * 1000]:
+        shown = " and ".join(f"{s:,} Mb/s" for s in speeds)
+        problems.append(
+            f"server={profile.name}: NIC speed {shown} does not match nic_gbps={gbps} "
+            f"({gbps * 1000:,} Mb/s); NCCL takes the file's speed over what it detects")
+    if problems:
+        raise SpecError(problems)
