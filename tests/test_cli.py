@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from topo import __version__
@@ -166,6 +167,10 @@ ERROR_CASES = {
     "unknown-switch-model": ([], "gpus: 1024\nswitch: ndr-64x40\n"),
     "loopback-pool-too-small": (["--gpus", "1024", "--loopback-pool", "10.0.0.0/28"], None),
     "address-pools-overlap": (["--gpus", "1024", "--p2p-pool", "10.0.0.0/8"], None),
+    "server-profile-does-not-match": (["--gpus", "1024", "--server", "hgx-h100-4nic"], None),
+    "unknown-server-profile": (["--gpus", "1024", "--server", "hgx-h100-8nc"], None),
+    "duplicate-host-names": ([], "gpus: 16\nhostnames: gpu\n"),
+    "host-name-pattern-invalid": (["--gpus", "16", "--hostnames", "gpu_{node}"], None),
 }
 
 
@@ -275,3 +280,23 @@ def test_hostname_table_travels_with_the_build_folder(tmp_path, monkeypatch):
     assert run("build", "-f", "a/spec.yaml", "-o", "b", "-q").exit_code == 0
     assert (tmp_path / "a" / "design.json").read_bytes() == (tmp_path / "b" / "design.json").read_bytes()
     assert '"rack7-gpu3"' in (tmp_path / "b" / "design.json").read_text()
+
+
+def test_a_server_profile_file_travels_with_the_build_folder(tmp_path, monkeypatch):
+    from importlib import resources
+
+    from topo.spec import _SpecLoader
+
+    monkeypatch.chdir(tmp_path)
+    shipped = resources.files("topo.data").joinpath("servers.yaml").read_text()
+    data = yaml.load(shipped, Loader=_SpecLoader)["hgx-h100-8nic"]
+    data["name"] = "my-h100"
+    Path("my-server.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    result = run("build", "--gpus", 64, "--server", "my-server.yaml", "-o", "a", "-q")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "a" / "server.yaml").read_text() == Path("my-server.yaml").read_text()
+    assert "server: server.yaml" in (tmp_path / "a" / "spec.yaml").read_text()
+    assert (tmp_path / "a" / "nccl" / "my-h100-topo.xml").is_file()
+    assert run("build", "-f", "a/spec.yaml", "-o", "b", "-q").exit_code == 0
+    assert (tmp_path / "a" / "nccl" / "my-h100-topo.xml").read_bytes() == \
+        (tmp_path / "b" / "nccl" / "my-h100-topo.xml").read_bytes()
