@@ -340,3 +340,12 @@ def test_host_script_is_executable_in_the_build_folder(tmp_path):
     result = CliRunner().invoke(main, ["build", "--gpus", "64", "-o", str(tmp_path / "b"), "-q"], prog_name="topo")
     assert result.exit_code == 0
     assert (tmp_path / "b" / "hosts" / "roce-qos.sh").stat().st_mode & 0o111
+
+
+def test_rendering_in_several_processes_gives_the_same_bytes_in_the_same_order():
+    fabric = build_fabric(load_spec({"gpus": 1024}))  # 48 switches: two chunks
+    done = []
+    serial = list(config_files(fabric, workers=1))
+    parallel = list(config_files(fabric, workers=2, progress=done.append))
+    assert serial == parallel
+    assert done[-1] == 48

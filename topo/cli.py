@@ -8,6 +8,7 @@ a spec or its values is exit status 1 with one line per problem; a malformed fla
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -448,11 +449,13 @@ def main() -> None:
 @click.option("--force", is_flag=True, help="Replace an existing non-empty output folder.")
 @click.option("--no-analysis", is_flag=True, help="Skip the analysis (analysis.json and the headline figures).")
 @click.option("--no-configs", is_flag=True, help="Skip the switch and host configs.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Processes that render switch configs [one per CPU].")
 @templates_option
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis: bool, no_configs: bool,
-          templates: tuple[Path, ...], fmt: str, quiet: bool, **fields: Any) -> None:
+          jobs: int | None, templates: tuple[Path, ...], fmt: str, quiet: bool, **fields: Any) -> None:
     """Size and build a fabric, write the design folder and print its summary.
 
     \b
@@ -482,7 +485,8 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
         cabling = plan_cabling(fabric)
         files = build_files(
             fabric, summary, analysis, templates, configs, base_dir, cabling, server,
-            progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None)
+            progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
+            workers=jobs or os.cpu_count() or 1)
         with progress.stage(f"writing {out}/"):
             count = write_tree(out, files, force=force)
         progress.say(f"wrote {count:,} files")

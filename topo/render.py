@@ -346,11 +346,12 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
                 user_dirs: Iterable[str | Path] = (), configs: bool = True,
                 base_dir: str | Path | None = None, cabling: "Cabling | None" = None,
                 server: "ServerProfile | None" = None,
-                progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, str]]:
+                progress: Callable[[int], None] | None = None, workers: int = 1) -> Iterator[tuple[str, str]]:
     """Every file of a build folder as ``(path, text)``, made one after the other.
 
     ``configs`` false (or an InfiniBand switch model) leaves out the switch and host configs and the
-    containerlab lab. ``progress(switches_done)`` follows the switch configs, the longest part.
+    containerlab lab. ``progress(switches_done)`` follows the switch configs, the longest part,
+    which ``workers`` processes render (the bytes do not depend on it).
     """
     from .cabling import cabling_files, plan_cabling
     from .configs import is_ethernet
@@ -370,7 +371,7 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     yield from cabling_files(fabric, cabling).items()
     yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
     if configs:
-        yield from config_files(fabric, user_dirs, progress=progress)
+        yield from config_files(fabric, user_dirs, workers=workers, progress=progress)
     yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server)
 
 
