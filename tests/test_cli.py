@@ -285,11 +285,11 @@ def test_hostname_table_travels_with_the_build_folder(tmp_path, monkeypatch):
 def test_a_server_profile_file_travels_with_the_build_folder(tmp_path, monkeypatch):
     from importlib import resources
 
-    from topo.spec import _SpecLoader
+    from topo.spec import parse_yaml
 
     monkeypatch.chdir(tmp_path)
     shipped = resources.files("topo.data").joinpath("servers.yaml").read_text()
-    data = yaml.load(shipped, Loader=_SpecLoader)["hgx-h100-8nic"]
+    data = parse_yaml(shipped, "shipped profiles")["hgx-h100-8nic"]
     data["name"] = "my-h100"
     Path("my-server.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     result = run("build", "--gpus", 64, "--server", "my-server.yaml", "-o", "a", "-q")

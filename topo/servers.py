@@ -29,10 +29,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-import yaml
 
 from .errors import SpecError, did_you_mean
-from .spec import _SpecLoader  # YAML without base-60 numbers: 0000:16:00.0 stays a string
+from .spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
 
 if TYPE_CHECKING:
     from .spec import FabricSpec
@@ -594,13 +593,7 @@ def _read_cpus(r: _Reader, cpu_rows: list, switches: list[PciSwitch]) -> list[Cp
 
 def read_profile_text(text: str, source: str, default_name: str) -> ServerProfile:
     """A profile from YAML text: one profile (``name:`` optional) or a one-entry ``name: profile`` map."""
-    try:
-        data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError([f"server: profile file {source}: malformed YAML{where}: {problem}"]) from None
+    data = parse_yaml(text, f"server: profile file {source}")
     if not isinstance(data, Mapping) or not data:
         raise SpecError([f"server: profile file {source}: expected a server profile (a mapping with cpus: "
                          f"...), got {type(data).__name__ if data is not None else 'an empty file'}"])
@@ -630,7 +623,7 @@ def load_server_profile(path: str | Path) -> ServerProfile:
 def server_profiles() -> dict[str, ServerProfile]:
     """The server profiles shipped with topo, by name (read and checked once)."""
     text = resources.files("topo.data").joinpath("servers.yaml").read_text(encoding="utf-8")
-    raw = yaml.load(text, Loader=_SpecLoader)  # noqa: S506
+    raw = parse_yaml(text, "shipped server profiles")
     return {name: profile_from_dict(name, body, "shipped") for name, body in raw.items()}
 
 

@@ -183,11 +183,20 @@ def _tiers(value: Any) -> str | int:
     raise ValueError(f"expected one of auto, 2, 3, got {value!r}")
 
 
-def _placement(value: Any) -> str:
-    if value in PLACEMENTS:
-        return value
-    hint = did_you_mean(value, PLACEMENTS) if isinstance(value, str) else ""
-    raise ValueError(f"expected rail or rack, got {value!r}{hint}")
+def _one_of(allowed: tuple[str, ...]) -> Callable[[Any], str]:
+    """A reader that takes one of ``allowed`` strings, with a "did you mean" hint otherwise."""
+
+    def read(value: Any) -> str:
+        if value in allowed:
+            return value
+        hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
+        raise ValueError(f"expected {' or '.join(allowed) if len(allowed) == 2 else 'one of ' + ', '.join(allowed)}"
+                         f", got {value!r}{hint}")
+
+    return read
+
+
+_placement = _one_of(PLACEMENTS)
 
 
 def _name(value: Any) -> str:
@@ -237,11 +246,7 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
-def _qos(value: Any) -> str:
-    if value in QOS_PROFILES:
-        return value
-    hint = did_you_mean(value, QOS_PROFILES) if isinstance(value, str) else ""
-    raise ValueError(f"expected one of {', '.join(QOS_PROFILES)}, got {value!r}{hint}")
+_qos = _one_of(QOS_PROFILES)
 
 
 def _mtu(value: Any) -> int:
@@ -393,6 +398,17 @@ _SpecLoader.add_implicit_resolver(
 )
 
 
+def parse_yaml(text: str, where: str) -> Any:
+    """YAML text as data (without base-60 numbers), or SpecError ``"<where>: malformed YAML at ..."``."""
+    try:
+        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError([f"{where}: malformed YAML{at}: {problem}"]) from None
+
+
 def read_spec_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML spec file into a mapping, or raise SpecError saying what is wrong with it."""
     path = Path(path)
@@ -400,13 +416,7 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError([f"spec file {path}: cannot read it ({exc.strerror or exc})"]) from None
-    try:
-        data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError([f"spec file {path}: malformed YAML{where}: {problem}"]) from None
+    data = parse_yaml(text, f"spec file {path}")
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
