@@ -294,9 +294,20 @@ def test_a_server_profile_file_travels_with_the_build_folder(tmp_path, monkeypat
     Path("my-server.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     result = run("build", "--gpus", 64, "--server", "my-server.yaml", "-o", "a", "-q")
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "a" / "server.yaml").read_text() == Path("my-server.yaml").read_text()
-    assert "server: server.yaml" in (tmp_path / "a" / "spec.yaml").read_text()
+    assert (tmp_path / "a" / "inputs" / "my-server.yaml").read_text() == Path("my-server.yaml").read_text()
+    assert "server: inputs/my-server.yaml" in (tmp_path / "a" / "spec.yaml").read_text()
+    assert "`inputs/my-server.yaml`" in (tmp_path / "a" / "README.md").read_text()
     assert (tmp_path / "a" / "nccl" / "my-h100-topo.xml").is_file()
     assert run("build", "-f", "a/spec.yaml", "-o", "b", "-q").exit_code == 0
-    assert (tmp_path / "a" / "nccl" / "my-h100-topo.xml").read_bytes() == \
-        (tmp_path / "b" / "nccl" / "my-h100-topo.xml").read_bytes()
+    for rel in ("nccl/my-h100-topo.xml", "design.json", "spec.yaml", "README.md"):
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+    # a profile path given as a flag is relative to the working folder, even with -f
+    Path("sub").mkdir()
+    Path("sub/spec.yaml").write_text("gpus: 64\n")
+    assert run("build", "-f", "sub/spec.yaml", "--server", "my-server.yaml", "-o", "c", "-q").exit_code == 0
+
+
+def test_host_names_must_differ_from_switch_names(tmp_path):
+    result = run("build", "--gpus", 256, "--hostnames", "cluster-spine-{node:02d}", "-o", tmp_path / "d", "-q")
+    assert result.exit_code == 1
+    assert "host name 'cluster-spine-00' is also the name of a switch" in result.stderr

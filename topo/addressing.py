@@ -85,7 +85,8 @@ def sonic_port_name(port: int, lane: int, lanes: int, breakout: int) -> str:
 
 def _pool_size_error(field: str, pool: ipaddress.IPv4Network, need: int, what: str) -> str:
     prefix = 32 - max(0, (need - 1).bit_length())
-    return (f"{field}={pool} holds {pool.num_addresses:,} addresses but {what} need {need:,}; "
+    held = f"{pool.num_addresses:,} address" + ("" if pool.num_addresses == 1 else "es")
+    return (f"{field}={pool} holds {held} but {what} need {need:,}; "
             f"use a /{prefix} or larger")
 
 

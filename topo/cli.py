@@ -467,8 +467,9 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
     """
     progress = Progress(quiet)
     with user_errors():
+        # a server profile path is relative to the spec file when the file names it, else to here
+        base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
         spec = spec_from_cli(spec_file, fields)
-        base_dir = spec_file.parent if spec_file else None
         out = output or Path(f"{spec.name}-{spec.gpus}gpus")
         check_output_dir(out, force)
         check_addressing(spec, plan_fabric(spec))  # refuse an impossible spec before any work
@@ -481,6 +482,8 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
             with progress.stage("analysing"):
                 analysis = analyze(fabric)
         configs = not no_configs and is_ethernet(fabric)
+        if not no_configs and not configs:
+            progress.say(f"no switch configs: switch={spec.switch} is an InfiniBand model")
         switches = len(fabric.names) - fabric.plan.nodes
         cabling = plan_cabling(fabric)
         files = build_files(

@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from .addressing import Addressing, ip_text, plan_addressing
+from .errors import SpecError
 from .sizing import Plan, plan_fabric
 from .spec import FabricSpec, node_names
 
@@ -286,6 +287,11 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     """
     plan = plan_fabric(spec)
     names = _names(spec, plan)
+    if len(set(names)) != len(names):
+        switches = set(names[plan.nodes:])
+        clash = next(n for n in names[:plan.nodes] if n in switches)
+        raise SpecError([f"hostnames: host name {clash!r} is also the name of a switch; host and switch "
+                         f"names must differ (switches are named after name={spec.name!r})"])
     vertices = _vertex_arrays(plan)
     links = _links(spec, plan)
     addressing = plan_addressing(spec, plan, links.kind)

@@ -724,7 +724,8 @@ def _env_facts(fabric: "Fabric", profile: ServerProfile, analysis: "Analysis | N
     if analysis is not None:
         o = analysis.options
         qps = min(o.qps, MAX_NCCL_QPS)
-        source = (f"from the congestion analysis of this design ({o.qps} queue pairs per connection, "
+        pairs = "queue pair" if o.qps == 1 else "queue pairs"
+        source = (f"from the congestion analysis of this design ({o.qps} {pairs} per connection, "
                   f"{o.routing} routing, {o.cc} congestion control)")
         if o.qps > MAX_NCCL_QPS:
             source += f"; NCCL takes at most {MAX_NCCL_QPS}"

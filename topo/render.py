@@ -238,7 +238,7 @@ def design_devices(fabric: Fabric) -> list[dict[str, Any]]:
     return [{"name": name, **nodes[name]} for name in fabric.names]
 
 
-def design_json(fabric: Fabric) -> str:
+def design_json(fabric: Fabric, spec: dict[str, Any] | None = None) -> str:
     """The resolved design: spec, sizing, devices and every link with both ends' ports.
 
     One device or link per line, so the file diffs well and stays fast to write at 100,000+ GPUs.
@@ -249,7 +249,7 @@ def design_json(fabric: Fabric) -> str:
     names = fabric.names
     head = {
         "topo_version": __version__,
-        "spec": fabric.spec.to_dict(),
+        "spec": spec if spec is not None else fabric.spec.to_dict(),
         "plan": fabric.plan.to_dict(),
     }
     lines = [dump_json(head).rstrip("\n")[:-2] + ","]  # reopen the object to append the tables
@@ -275,7 +275,8 @@ def design_json(fabric: Fabric) -> str:
     return "\n".join(lines) + "\n"
 
 
-SERVER_YAML = "server.yaml"
+#: Folder of a build that holds copies of the inputs the spec names by path (a server profile).
+INPUTS = "inputs"
 
 
 def _server_file(fabric: Fabric, base_dir: str | Path | None) -> Path | None:
@@ -289,6 +290,18 @@ def _server_file(fabric: Fabric, base_dir: str | Path | None) -> Path | None:
     return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
 
 
+def spec_and_inputs(fabric: Fabric, base_dir: str | Path | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The spec as a build folder records it, and the copies of the input files it names."""
+    spec = fabric.spec.to_dict()
+    files: dict[str, str] = {}
+    server_file = _server_file(fabric, base_dir)
+    if server_file is not None:
+        copy = f"{INPUTS}/{server_file.name}"  # same file name: a profile without name: keeps its name
+        files[copy] = server_file.read_text(encoding="utf-8")
+        spec["server"] = copy
+    return spec, files
+
+
 def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
                cabling: "Cabling | None" = None, base_dir: str | Path | None = None) -> dict[str, str]:
     """The design files of a build folder (not the configs and other outputs, not README.md).
@@ -296,18 +309,13 @@ def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = N
     Inputs the spec names by path (a host-name table, a server profile) are copied in, and
     ``spec.yaml`` names the copies, so that ``topo build -f spec.yaml`` rebuilds the same folder.
     """
-    spec = fabric.spec.to_dict()
-    files: dict[str, str] = {}
-    server_file = _server_file(fabric, base_dir)
-    if server_file is not None:
-        files[SERVER_YAML] = server_file.read_text(encoding="utf-8")
-        spec["server"] = SERVER_YAML
+    spec, files = spec_and_inputs(fabric, base_dir)
     summary_data = summary.to_dict()
     if cabling is not None:
         summary_data["cabling"] = cabling.to_dict()
     files.update({
         "spec.yaml": yaml.safe_dump(spec, sort_keys=False),
-        "design.json": design_json(fabric),
+        "design.json": design_json(fabric, spec),
         "summary.json": dump_json(summary_data),
     })
     if analysis is not None:
@@ -320,7 +328,8 @@ def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = N
 
 def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
            user_dirs: Iterable[str | Path] = (), configs: bool = True,
-           cabling: "Cabling | None" = None, server: "ServerProfile | None" = None) -> str:
+           cabling: "Cabling | None" = None, server: "ServerProfile | None" = None,
+           base_dir: str | Path | None = None) -> str:
     """The build folder's README.md, from the template ``summary.md.j2``."""
     from .configs import is_ethernet
     from .exports import FULL_DOT_MAX_LINKS
@@ -328,7 +337,7 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
     env = template_environment(user_dirs)
     context = {
         "version": __version__,
-        "spec": fabric.spec.to_dict(),
+        "spec": spec_and_inputs(fabric, base_dir)[0],
         "plan": fabric.plan.to_dict(),
         "summary": summary.to_dict(),
         "roles": ROLES,
@@ -372,7 +381,7 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
     if configs:
         yield from config_files(fabric, user_dirs, workers=workers, progress=progress)
-    yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server)
+    yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir)
 
 
 def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,

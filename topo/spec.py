@@ -294,7 +294,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "cable_leaf_spine_m": _metres,
     "cable_spine_core_m": _metres,
     "hostnames": lambda value: None if value is None else _text(value),
-    "server": lambda value: None if value is None else _text(value),
+    "server": lambda value: None if value is None else _profile(value),
 }
 assert set(_READERS) == set(FIELDS)
 
@@ -302,6 +302,12 @@ assert set(_READERS) == set(FIELDS)
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"expected a pattern such as 'gpu{{node:04d}}' or a CSV file, got {value!r}")
+    return value
+
+
+def _profile(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a server profile name (topo servers) or a YAML file, got {value!r}")
     return value
 
 
