@@ -54,7 +54,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -63,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_build import _maxrss_kib, cpu_model, mib, parse_size  # noqa: E402
+from bench_build import _maxrss_kib, machine, mib, parse_size  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
@@ -430,19 +429,6 @@ def targets(cases: list[Case], comparisons: list[Case]) -> list[str]:
             f"- note: the targets are set for a {TARGET_CORES}-core machine; this one has {cores} cores"
         )
     return lines
-
-
-def machine() -> list[str]:
-    import networkx
-    import numpy
-    import scipy
-
-    return [
-        f"- CPU: {cpu_model()}, {os.cpu_count()} cores (`os.cpu_count()`)",
-        f"- OS: {platform.system()} ({platform.machine()})",
-        f"- Python {platform.python_version()} ({platform.python_implementation()}), "
-        f"numpy {numpy.__version__}, scipy {scipy.__version__}, networkx {networkx.__version__}",
-    ]
 
 
 def command(args: argparse.Namespace) -> str:

@@ -227,14 +227,16 @@ def cpu_model() -> str:
 
 
 def machine() -> list[str]:
+    """The machine and the library versions, as Markdown list items (shared with bench_analyze)."""
     import networkx
     import numpy
+    import scipy
 
     return [
         f"- CPU: {cpu_model()}, {os.cpu_count()} cores (`os.cpu_count()`)",
         f"- OS: {platform.system()} ({platform.machine()})",
         f"- Python {platform.python_version()} ({platform.python_implementation()}), "
-        f"numpy {numpy.__version__}, networkx {networkx.__version__}",
+        f"numpy {numpy.__version__}, scipy {scipy.__version__}, networkx {networkx.__version__}",
     ]
 
 

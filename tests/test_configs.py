@@ -54,6 +54,17 @@ def frr_check(path: Path) -> list[str]:
     return problems
 
 
+def write_frr_confs(files: dict[str, str], folder: Path) -> list[Path]:
+    """Every frr.conf of a build, written flat into ``folder`` (switches/a/frr.conf -> switches_a_frr.conf)."""
+    paths = []
+    for rel, text in files.items():
+        if rel.endswith("frr.conf"):
+            path = folder / rel.replace("/", "_")
+            path.write_text(text)
+            paths.append(path)
+    return paths
+
+
 SHAPES = {
     "two-tier": dict(gpus=256),
     "same-cable-lengths": dict(gpus=256, cable_node_leaf_m=50),
@@ -67,12 +78,7 @@ SHAPES = {
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_frr_accepts_every_frr_conf(shape, tmp_path):
     _, files = configs(**SHAPES[shape])
-    paths = []
-    for rel, text in files.items():
-        if rel.endswith("frr.conf"):
-            path = tmp_path / rel.replace("/", "_")
-            path.write_text(text)
-            paths.append(path)
+    paths = write_frr_confs(files, tmp_path)
     assert paths
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(paths, pool.map(frr_check, paths)))
@@ -86,12 +92,7 @@ def test_4096_gpu_build_configs_every_switch_and_frr_parses_them_all(tmp_path):
     fabric, files = configs(gpus=4096)
     switches = {rel.split("/")[1] for rel in files if rel.startswith("switches/")}
     assert len(switches) == len(fabric.names) - fabric.plan.nodes == 320
-    paths = []
-    for rel, text in files.items():
-        if rel.endswith("frr.conf"):
-            path = tmp_path / rel.replace("/", "_")
-            path.write_text(text)
-            paths.append(path)
+    paths = write_frr_confs(files, tmp_path)
 
     def syntax(path):
         return subprocess.run([VTYSH, "-m", "-f", str(path)], capture_output=True, text=True).returncode
