@@ -26,7 +26,7 @@ from .errors import AnalysisError, TopoError
 from .fabric import build_fabric
 from .configs import is_ethernet
 from .cabling import plan_cabling
-from .render import build_files, template_sources
+from .render import build_files, format_size, template_sources
 from .servers import resolve_server, server_profiles
 from .sizing import plan_fabric
 from .spec import FabricSpec, load_spec, read_spec_file
@@ -198,14 +198,6 @@ def parse_size(text: str) -> int:
     if unit not in _UNITS or value <= 0:
         raise ValueError(text)
     return int(value * _UNITS[unit])
-
-
-def format_size(size: int) -> str:
-    """Bytes as the largest whole binary unit: ``8 GiB``, ``256 MiB``, ``1.5 KiB``."""
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:g} {unit}"
-    return f"{size} B"
 
 
 class SizeList(click.ParamType):

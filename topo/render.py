@@ -139,7 +139,20 @@ def template_environment(user_dirs: Iterable[str | Path] = ()) -> jinja2.Environ
     )
     env.filters["thousands"] = lambda value: f"{value:,}"
     env.filters["json"] = json_value
+    env.filters["size"] = format_size
     return env
+
+
+def format_size(size: int) -> str:
+    """Bytes as the largest whole binary unit: ``8 GiB``, ``256 MiB``, ``1.5 KiB``.
+
+    >>> format_size(8 << 30), format_size(1536)
+    ('8 GiB', '1.5 KiB')
+    """
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} B"
 
 
 def json_value(value: Any) -> str:
