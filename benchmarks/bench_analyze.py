@@ -32,7 +32,7 @@ the whole fabric at GPU level: one vertex per NIC, one per switch, every link as
 capacity in Gb/s (parallel links summed), a super source with an arc to every side-A NIC and an arc
 from every side-B NIC to a super sink (each with the capacity of the NIC's link). It times the construction, then
 ``networkx.maximum_flow_value`` alone (networkx's default, preflow-push), checks the value against
-topo's max-flow of that split, and times ``topo.bisection.maxflow_networkx`` (the same flow on the
+topo's max-flow of that split, and times ``topo.analysis.bisection.maxflow_networkx`` (the same flow on the
 reduced switch-level network that topo uses, built as a networkx graph) for reference.
 
 The results are printed on stdout as Markdown tables, followed by PASS/MISS for each target;
@@ -86,7 +86,7 @@ TARGET_BYTES = 2e9  # 2 GB
 TARGET_SPEEDUP = 4.0
 TARGET_CORES = 2
 
-#: Parts of the analysis, timed by wrapping these names of topo.analyze.
+#: Parts of the analysis, timed by wrapping these names of topo.analysis.analyze.
 PARTS = ("hop_counts", "bisection", "ecmp_width", "allreduce", "route", "solve_rates")
 
 
@@ -142,8 +142,8 @@ def child_analyze(gpus: int, radix: int, extra: dict) -> None:
     sys.path.insert(0, str(ROOT))  # measure this source tree
     import time
 
-    import topo.analyze
-    from topo.analyze import AnalysisOptions, analyze
+    import topo.analysis.analyze
+    from topo.analysis.analyze import AnalysisOptions, analyze
     from topo.fabric import build_fabric
     from topo.spec import load_spec
 
@@ -154,7 +154,7 @@ def child_analyze(gpus: int, radix: int, extra: dict) -> None:
     build_peak = _maxrss_kib()
     rss_before = _rss_kib()
     reset = rss_before is not None and _reset_peak()
-    spent = _instrument(topo.analyze)
+    spent = _instrument(topo.analysis.analyze)
     options = AnalysisOptions(sizes=(GIB,), **extra)
     analysis_start = time.perf_counter()
     result = analyze(fabric, options)
@@ -226,7 +226,7 @@ def child_networkx(gpus: int, radix: int) -> None:
 
     import networkx as nx
 
-    from topo.bisection import bisection, maxflow_networkx, tier_aligned_splits
+    from topo.analysis.bisection import bisection, maxflow_networkx, tier_aligned_splits
     from topo.fabric import build_fabric
     from topo.spec import load_spec
 

@@ -75,10 +75,11 @@ def child(gpus: int, radix: int) -> None:
     import time
 
     from topo.fabric import build_fabric
-    from topo.render import build_files, config_files
+    from topo.outputs.build import build_files
+    from topo.outputs.configs import config_files
+    from topo.outputs.summary import summarize
+    from topo.outputs.writer import write_tree
     from topo.spec import load_spec
-    from topo.summary import summarize
-    from topo.writer import write_tree
 
     baseline = _maxrss_kib()
     with tempfile.TemporaryDirectory(prefix="topo-bench-") as tmp:

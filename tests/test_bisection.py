@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from topo import build_fabric, load_spec
-from topo.errors import AnalysisError
-from topo.bisection import (
+from topo.analysis.bisection import (
     FlowNetwork,
     Split,
     bisection,
@@ -20,7 +19,8 @@ from topo.bisection import (
     split_maxflow,
     tier_aligned_splits,
 )
-from topo.faults import apply_faults
+from topo.analysis.faults import apply_faults
+from topo.errors import AnalysisError
 
 
 def fabric_of(**fields):

@@ -13,11 +13,9 @@ import pytest
 
 from topo import build_fabric, load_spec
 from topo.addressing import sonic_port_name
-from topo.cabling import (
-    BOM_COLUMNS, CABLING_COLUMNS, CablingError, _read_catalog, cabling_files, media_catalog,
-    media_table_markdown, plan_cabling,
-)
 from topo.fabric import LINK_KINDS
+from topo.outputs.cabling import BOM_COLUMNS, CABLING_COLUMNS, cabling_files, plan_cabling
+from topo.outputs.media import CablingError, _read_catalog, media_catalog, media_table_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "cabling.md"

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 
 from topo import SpecError, build_fabric, load_spec
 from topo.cli import main
-from topo.configs import ConfigFacts
-from topo.qos import pfc_headroom
-from topo.render import TemplateError, config_files, template_sources
+from topo.outputs.build import template_sources
+from topo.outputs.configs import ConfigFacts, config_files
+from topo.outputs.qos import pfc_headroom
+from topo.outputs.templating import TemplateError
 
 VTYSH = shutil.which("vtysh")
 BGPD = "/usr/lib/frr/bgpd"

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from topo import build_fabric, load_spec
-from topo.analyze import AnalysisOptions, analyze
-from topo.congestion import max_min_rates, pfc_rates, solve_rates
-from topo.routing import route
+from topo.analysis.analyze import AnalysisOptions, analyze
+from topo.analysis.congestion import max_min_rates, pfc_rates, solve_rates
+from topo.analysis.routing import route
 
 NIC = 400 * 0.94
 

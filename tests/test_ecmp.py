@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from topo import build_fabric, load_spec
+from topo.analysis.ecmp import ecmp_width
+from topo.analysis.faults import apply_faults
 from topo.errors import AnalysisError
-from topo.ecmp import ecmp_width
-from topo.faults import apply_faults
 
 from .brute import link_paths, live_graph, updown_paths
 

@@ -26,10 +26,10 @@ import pytest
 import yaml
 
 from topo import build_fabric, load_spec
-from topo import exports
-from topo.exports import ExportError, aggregate, export_files, graphml_text
 from topo.fabric import LINK_KINDS, PORT_ATTRS
-from topo.render import config_files
+from topo.outputs import exports
+from topo.outputs.configs import config_files
+from topo.outputs.exports import ExportError, aggregate, export_files, graphml_text
 
 from .conftest import SHARED_REFERENCE
 

@@ -19,10 +19,10 @@ import difflib
 import pytest
 
 from topo import build_fabric, load_spec
-from topo.analyze import analyze
-from topo.render import render_build
+from topo.analysis.analyze import analyze
+from topo.outputs.build import render_build
+from topo.outputs.summary import summarize
 from topo.spec import read_spec_file
-from topo.summary import summarize
 
 from .conftest import EXAMPLES, GOLDEN, REGEN
 

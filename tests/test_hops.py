@@ -10,8 +10,8 @@ import networkx as nx
 import pytest
 
 from topo import build_fabric, load_spec
-from topo.faults import apply_faults
-from topo.hops import hop_counts
+from topo.analysis.faults import apply_faults
+from topo.analysis.hops import hop_counts
 
 from .brute import endpoint_graph, gpu_nics, live_graph, nic_leaf, updown_paths
 

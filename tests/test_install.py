@@ -33,7 +33,7 @@ def test_wheel_install_runs_the_main_job(tmp_path):
     work.mkdir()
     clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     where = subprocess.run(
-        [str(python), "-c", "import topo.render as r; print(r.packaged_template_dir())"],
+        [str(python), "-c", "import topo.outputs.templating as t; print(t.packaged_template_dir())"],
         cwd=work, capture_output=True, text=True, check=True, env=clean_env,
     ).stdout.strip()
     assert str(env_dir) in where and (Path(where) / "summary.md.j2").is_file()

@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from topo.cli import main
-from topo.nccl import check_topology, read_nccl_topology
-from topo.placement import expand_hostlist
+from topo.outputs.nccl_xml import check_topology, read_nccl_topology
+from topo.outputs.placement import expand_hostlist
 
 from .test_configs import VTYSH, check_config_db, frr_check
 from .test_exports import CHECK_JSONSCHEMA, CLAB_SCHEMA, DOT

@@ -10,12 +10,24 @@ from pathlib import Path
 import pytest
 
 from topo import SpecError, build_fabric, load_spec
-from topo.analyze import AnalysisOptions, analyze
-from topo.nccl import (LINK_SPEEDS, NcclXmlError, check_topology, device_groups, nccl_files,
-                       read_nccl_graph, read_nccl_topology, topology_xml)
-from topo.qos import QOS_PROFILES
-from topo.servers import (generic_profile, load_server_profile, nic_guid, resolve_server,
-                          server_profiles)
+from topo.analysis.analyze import AnalysisOptions, analyze
+from topo.outputs.nccl import nccl_files, topology_xml
+from topo.outputs.nccl_xml import (
+    NcclXmlError,
+    check_topology,
+    device_groups,
+    read_nccl_graph,
+    read_nccl_topology,
+)
+from topo.outputs.qos import QOS_PROFILES
+from topo.servers import (
+    LINK_SPEEDS,
+    generic_profile,
+    load_server_profile,
+    nic_guid,
+    resolve_server,
+    server_profiles,
+)
 
 from .conftest import SHARED_REFERENCE
 
@@ -476,7 +488,7 @@ def test_generic_profile_says_so():
 
 
 def test_user_template_overrides_the_env_file(tmp_path):
-    from topo.render import template_environment
+    from topo.outputs.templating import template_environment
 
     (tmp_path / "nccl").mkdir()
     (tmp_path / "nccl" / "nccl.env.j2").write_text("NCCL_TOPO_FILE={{ nccl.topo_file }}\nNCCL_DEBUG=WARN\n")

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from topo import build_fabric, load_spec
-from topo.placement import (
+from topo.outputs.placement import (
     PLACEMENT_OUTPUTS,
     block_sizes,
     compress_hostlist,
@@ -33,7 +33,7 @@ from topo.placement import (
     placement_order,
     ring_edges,
 )
-from topo.render import TemplateError, template_environment
+from topo.outputs.templating import TemplateError, template_environment
 
 
 def _program(name: str) -> str | None:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from topo import AnalysisError, build_fabric, load_spec
-from topo.collective import connections, double_binary_tree, job_nodes
-from topo.faults import apply_faults
-from topo.routing import route
+from topo.analysis.collective import connections, double_binary_tree, job_nodes
+from topo.analysis.faults import apply_faults
+from topo.analysis.routing import route
 
 
 @pytest.fixture(scope="module")

@@ -83,6 +83,11 @@ def sonic_port_name(port: int, lane: int, lanes: int, breakout: int) -> str:
     return f"Ethernet{(port - 1) * lanes + (lane - 1) * (lanes // breakout)}"
 
 
+def rdma_device(nic: int) -> str:
+    """Name of a server's RDMA device by NIC index (``mlx5_0`` ...)."""
+    return f"mlx5_{nic}"
+
+
 def _pool_size_error(field: str, pool: ipaddress.IPv4Network, need: int, what: str) -> str:
     prefix = 32 - max(0, (need - 1).bit_length())
     held = f"{pool.num_addresses:,} address" + ("" if pool.num_addresses == 1 else "es")

@@ -20,18 +20,18 @@ import yaml
 
 from . import __version__
 from .addressing import check_addressing
-from .analyze import DEFAULT_SIZES, Analysis, AnalysisOptions, analyze
 from .catalog import switch_catalog
 from .errors import AnalysisError, TopoError
-from .fabric import build_fabric
-from .configs import is_ethernet
-from .cabling import plan_cabling
-from .render import build_files, format_size, template_sources
+from .fabric import build_fabric, is_ethernet
 from .servers import resolve_server, server_profiles
 from .sizing import plan_fabric
 from .spec import FabricSpec, load_spec, read_spec_file
-from .summary import Summary, summarize
-from .writer import check_output_dir, write_tree
+from .analysis.analyze import DEFAULT_SIZES, Analysis, AnalysisOptions, analyze
+from .outputs.build import build_files, template_sources
+from .outputs.cabling import plan_cabling
+from .outputs.summary import Summary, summarize
+from .outputs.templating import format_size
+from .outputs.writer import check_output_dir, write_tree
 
 
 class TopoClickError(click.ClickException):

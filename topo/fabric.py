@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from .addressing import Addressing, ip_text, plan_addressing
+from .catalog import switch_catalog
 from .errors import SpecError
 from .sizing import Plan, plan_fabric
 from .spec import FabricSpec, node_names
@@ -98,6 +99,12 @@ class Fabric:
     def count(self, tier: int) -> int:
         """Vertices of a tier."""
         return int(np.count_nonzero(self.tier == tier))
+
+
+def is_ethernet(fabric: Fabric) -> bool:
+    """Ethernet switch configs apply (not to an InfiniBand switch model)."""
+    model = fabric.spec.switch
+    return model is None or switch_catalog()[model].technology == "ethernet"
 
 
 def _width(count: int, least: int) -> int:

@@ -1,10 +1,11 @@
-"""Switch and host configuration facts: everything a config template prints, computed here.
+"""Switch and host configs: the facts every config template prints, and the rendering of them.
 
-For every switch, :func:`switch_facts` gives a plain dict (hostname, ASN, loopback, every port with
-its SONiC name, lanes, speed, peer, /31 and buffer profile, every BGP neighbor with the peer's
-address and ASN); the templates under ``templates/sonic``, ``templates/frr`` and ``templates/host``
-only lay those facts out. The facts are derived from the fabric's arrays in bulk; each switch's
-dict is made when its files are rendered, so memory stays flat at any size.
+For every switch, :meth:`ConfigFacts.switch` gives a plain dict (hostname, ASN, loopback, every
+port with its SONiC name, lanes, speed, peer, /31 and buffer profile, every BGP neighbor with the
+peer's address and ASN); the templates under ``templates/sonic``, ``templates/frr`` and
+``templates/host`` only lay those facts out. The facts are derived from the fabric's arrays in
+bulk; each switch's dict is made when its files are rendered, so memory stays flat at any size.
+:func:`config_files` renders them, one switch at a time, in one or several processes.
 """
 
 from __future__ import annotations
@@ -12,15 +13,26 @@ from __future__ import annotations
 import csv
 import io
 import json
+import multiprocessing
 from dataclasses import dataclass
-from typing import Any, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from .addressing import ip_text, sonic_port_name
-from .catalog import switch_catalog
-from .fabric import LINK_KINDS, ROLES, Fabric
+from .. import __version__
+from ..addressing import ip_text, rdma_device, sonic_port_name
+from ..catalog import switch_catalog
+from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
 from .qos import QOS_PROFILES, QosProfile, pfc_headroom
+from .templating import TemplateError, render_template, template_environment
+
+#: Every templated output of the configs: (output path, template, rendered for).
+CONFIG_OUTPUTS = (
+    ("switches/<switch>/config_db.json", "sonic/config_db.json.j2", "each Ethernet switch"),
+    ("switches/<switch>/frr.conf", "frr/frr.conf.j2", "each Ethernet switch"),
+    ("hosts/roce-qos.sh", "host/roce-qos.sh.j2", "the node type"),
+)
 
 #: SONiC's device types for the tiers of a Clos: T0 (top of rack), T1, T2.
 SONIC_TYPES = {"leaf": "ToRRouter", "spine": "LeafRouter", "core": "SpineRouter"}
@@ -30,20 +42,9 @@ DEFAULT_BUFFER_MB = 64
 PFC_WD = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
 
 
-def is_ethernet(fabric: Fabric) -> bool:
-    """Ethernet switch configs apply (not to an InfiniBand switch model)."""
-    model = fabric.spec.switch
-    return model is None or switch_catalog()[model].technology == "ethernet"
-
-
 def buffer_mb(fabric: Fabric) -> int:
     model = fabric.spec.switch
     return switch_catalog()[model].buffer_mb if model else DEFAULT_BUFFER_MB
-
-
-def rdma_device(nic: int) -> str:
-    """Name of a server's RDMA device by NIC index (``mlx5_0`` ...)."""
-    return f"mlx5_{nic}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -297,3 +298,78 @@ def host_addresses_csv(fabric: Fabric) -> str:
             sonic_port_name(int(links.hi_port[r]), int(links.lane[r]), lanes, fabric.plan.breakout),
         ])
     return out.getvalue()
+
+
+# --- rendering ------------------------------------------------------------------------------------
+
+
+def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: int = 1,
+                 progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, str]]:
+    """SONiC config_db.json and FRR frr.conf of every switch, then the servers' QoS script and
+    address table, as ``(path, text)`` pairs made one switch at a time (memory stays flat).
+
+    Nothing for an InfiniBand switch model. With ``workers`` > 1 the switches are rendered by that
+    many processes (where the platform can fork), in the same order and with the same bytes.
+    ``progress(switches_done)`` is called as switches are finished.
+    """
+    if not is_ethernet(fabric):
+        return
+    switches = list(range(fabric.first(1), len(fabric.names)))
+    chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
+    done = 0
+    if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers, initializer=_init_worker, initargs=(fabric, tuple(user_dirs))) as pool:
+            for files in pool.imap(_render_chunk, chunks):
+                yield from files
+                done += len(files) // 2
+                if progress:
+                    progress(done)
+    else:
+        _init_worker(fabric, tuple(user_dirs))
+        for chunk in chunks:
+            files = _render_chunk(chunk)
+            yield from files
+            done += len(chunk)
+            if progress:
+                progress(done)
+    env, facts, shared = _WORKER["env"], _WORKER["facts"], _WORKER["shared"]
+    if facts is None:
+        _init_worker(fabric, tuple(user_dirs))
+        env, shared = _WORKER["env"], _WORKER["shared"]
+    spec = fabric.spec
+    node = {"gpus": spec.gpus_per_node, "nics": spec.nics_per_node,
+            "rdma_devices": [rdma_device(i) for i in range(spec.nics_per_node)]}
+    yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
+                                               {"fabric": shared, "node": node, "version": __version__})
+    yield "hosts/addresses.csv", host_addresses_csv(fabric)
+
+
+#: Switches rendered per task (one worker task, one progress step).
+CONFIG_CHUNK = 32
+_WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None}
+
+
+def _init_worker(fabric: Fabric, user_dirs: tuple) -> None:
+    facts = ConfigFacts(fabric)
+    shared = facts.shared()
+    shared["name"] = fabric.spec.name
+    _WORKER.update(env=template_environment(user_dirs), facts=facts, shared=shared)
+
+
+def _render_chunk(switches: list[int]) -> list[tuple[str, str]]:
+    env, facts, shared = _WORKER["env"], _WORKER["facts"], _WORKER["shared"]
+    out = []
+    for v in switches:
+        sw = facts.switch(v)
+        context = {"sw": sw, "fabric": shared, "version": __version__}
+        text = render_template(env, "sonic/config_db.json.j2", context)
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TemplateError(
+                f"template sonic/config_db.json.j2 made invalid JSON for {sw['name']}: {exc.msg} at "
+                f"line {exc.lineno}, column {exc.colno}") from None
+        out.append((f"switches/{sw['name']}/config_db.json", text))
+        out.append((f"switches/{sw['name']}/frr.conf", render_template(env, "frr/frr.conf.j2", context)))
+    return out

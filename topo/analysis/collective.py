@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import AnalysisError
-from .fabric import Fabric
+from ..errors import AnalysisError
+from ..fabric import Fabric
 
 ORDERS = ("topology", "random")
 ALGORITHMS = ("ring", "tree")

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AnalysisError
-from .fabric import Fabric
+from ..errors import AnalysisError
+from ..fabric import Fabric
 from .faults import Faults, no_faults
 from .updown import updown
 

@@ -35,9 +35,9 @@ from typing import Any, Iterable, Sequence
 import jinja2
 import numpy as np
 
-from . import __version__
-from .fabric import Fabric
-from .render import render_template, template_environment
+from .. import __version__
+from ..fabric import Fabric
+from .templating import render_template, template_environment
 
 #: Every placement file and the template it comes from, in output order.
 PLACEMENT_OUTPUTS = (
@@ -349,7 +349,7 @@ def placement_facts(fabric: Fabric) -> dict[str, Any]:
 def placement_files(fabric: Fabric, env: jinja2.Environment | None = None) -> dict[str, str]:
     """Every placement file of a build folder, by relative path (see the module docstring).
 
-    ``env`` is a Jinja2 environment from :func:`topo.render.template_environment` (the packaged
+    ``env`` is a Jinja2 environment from :func:`topo.outputs.templating.template_environment` (the packaged
     templates when None). Same fabric, same bytes.
 
     Raises

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import AnalysisError, close_matches
-from .fabric import Fabric
+from ..errors import AnalysisError, close_matches
+from ..fabric import Fabric
 
 
 @dataclass(frozen=True, eq=False)

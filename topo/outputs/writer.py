@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from .errors import OutputError
+from ..errors import OutputError
 
 
 def check_output_dir(out: Path, force: bool) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .fabric import Fabric
+from ..fabric import Fabric
 from .faults import Faults, no_faults
 from .updown import UNREACHABLE, UpDown, updown
 

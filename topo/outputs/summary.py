@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .fabric import LINK_KINDS, ROLES, Fabric
-from .spec import format_ratio
+from ..fabric import LINK_KINDS, ROLES, Fabric
+from ..spec import format_ratio
 
 SWITCH_TIERS = ROLES[1:]
 

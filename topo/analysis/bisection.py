@@ -27,8 +27,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
-from .errors import AnalysisError
-from .fabric import LINK_KINDS, Fabric
+from ..errors import AnalysisError
+from ..fabric import LINK_KINDS, Fabric
 from .faults import Faults, no_faults
 
 #: Names of the tier-aligned splits, in the order they are evaluated (the last only in three tiers).

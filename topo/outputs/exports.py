@@ -31,11 +31,11 @@ from typing import Any, Iterable
 import networkx as nx
 import numpy as np
 
-from . import __version__
-from .addressing import sonic_port_name
-from .configs import is_ethernet
-from .errors import TopoError
-from .fabric import LINK_KINDS, ROLES, Fabric
+from .. import __version__
+from ..addressing import sonic_port_name
+from ..errors import TopoError
+from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
+from .templating import render_template, template_environment
 
 #: The full DOT (``graph/fabric.dot``) is written for fabrics with at most this many links (16,384
 #: GPUs with the default spec have 49,152); above it only the aggregate view is. ``dot -Tsvg`` lays
@@ -51,7 +51,7 @@ CLAB_KINDS = {
 #: Linux caps interface names at 15 characters (containerlab renames a veth only when it fits).
 MAX_INTERFACE_NAME = 15
 
-#: Outputs made from templates, as in :data:`topo.render.OUTPUTS` (path, template, what for).
+#: Outputs made from templates (path, template, what for); :func:`topo.outputs.build.all_outputs` lists them all.
 EXPORT_OUTPUTS = (
     ("containerlab/daemons", "exports/daemons.j2", "the containerlab lab (linux kind)"),
     ("containerlab/vtysh.conf", "exports/vtysh.conf.j2", "the containerlab lab (linux kind)"),
@@ -541,8 +541,6 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
 def frr_support_files(fabric: Fabric, user_dirs: Iterable[str | Path] = ()) -> dict[str, str]:
     """``containerlab/daemons`` (bgpd on; bfdd when the spec enables BFD) and
     ``containerlab/vtysh.conf``, from the templates in ``templates/exports``."""
-    from .render import render_template, template_environment
-
     env = template_environment(user_dirs)
     context = {"bfd": bool(fabric.spec.bfd), "name": fabric.spec.name, "version": __version__}
     return {path: render_template(env, template, context) for path, template, _ in EXPORT_OUTPUTS}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fabric import Fabric
+from ..fabric import Fabric
 from .faults import Faults, no_faults
 
 UNREACHABLE = -1

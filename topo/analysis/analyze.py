@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import AnalysisError
+from ..fabric import Fabric
 from .bisection import Bisection, bisection
 from .collective import (ALGORITHMS, ORDERS, Connections, bus_bandwidth, collective_time, connections,
                          job_nodes)
 from .congestion import CC_MODES, Rates, solve_rates
 from .ecmp import EcmpWidth, ecmp_width
-from .errors import AnalysisError
-from .fabric import Fabric
 from .faults import Faults, apply_faults, no_faults
 from .hops import HopCounts, hop_counts
 from .routing import ROUTING_MODES, Routes, port_tables, route

@@ -1,0 +1,121 @@
+"""The design files of a build folder: the resolved spec, the design, the summary and the analysis.
+
+``spec.yaml`` (``topo build -f spec.yaml`` rebuilds the folder), ``design.json`` (every server,
+switch and link with both ends' ports), ``summary.json``, ``analysis.json``, and copies of the
+input files the spec names by path (a host-name table, a server profile), which ``spec.yaml``
+names instead of the originals. Serialised in Python: a template would only loop.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from .. import __version__
+from ..fabric import LINK_KINDS, Fabric
+from ..servers import server_profiles
+from ..spec import HOSTNAMES_CSV
+from .summary import Summary
+
+if TYPE_CHECKING:
+    from ..analysis.analyze import Analysis
+    from .cabling import Cabling
+
+#: Folder of a build that holds copies of the inputs the spec names by path (a server profile).
+INPUTS = "inputs"
+
+
+def dump_json(data: Any) -> str:
+    """Deterministic, readable JSON (2-space indent, key order as built, trailing newline)."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def design_devices(fabric: Fabric) -> list[dict[str, Any]]:
+    """Every server and switch with its graph attributes, in index order."""
+    nodes = fabric.graph.nodes
+    return [{"name": name, **nodes[name]} for name in fabric.names]
+
+
+def design_json(fabric: Fabric, spec: dict[str, Any] | None = None) -> str:
+    """The resolved design: spec, sizing, devices and every link with both ends' ports.
+
+    One device or link per line, so the file diffs well and stays fast to write at 100,000+ GPUs.
+    ``a`` is a link's lower-tier end; ``a_port`` is a NIC index (from 0) on a server and a port
+    number (from 1) on a switch; ``lane`` is the breakout lane of the leaf port on node-leaf links.
+    """
+    links = fabric.links
+    names = fabric.names
+    head = {
+        "topo_version": __version__,
+        "spec": spec if spec is not None else fabric.spec.to_dict(),
+        "plan": fabric.plan.to_dict(),
+    }
+    lines = [dump_json(head).rstrip("\n")[:-2] + ","]  # reopen the object to append the tables
+    lines.append('  "devices": [')
+    devices = [json.dumps(device, separators=(", ", ": ")) for device in design_devices(fabric)]
+    lines.append(",\n".join("    " + d for d in devices))
+    lines.append("  ],")
+    lines.append('  "links": [')
+    kinds = [LINK_KINDS[k] for k in range(len(LINK_KINDS))]
+    rows = zip(
+        links.kind.tolist(), links.gbps.tolist(), links.lo.tolist(), links.lo_port.tolist(),
+        links.hi.tolist(), links.hi_port.tolist(), links.lane.tolist(),
+    )
+    # names are validated host-name-safe strings, so they need no JSON escaping
+    link_lines = [
+        f'    {{"kind": "{kinds[k]}", "gbps": {g}, "a": "{names[a]}", "a_port": {ap}, '
+        f'"b": "{names[b]}", "b_port": {bp}' + (f', "lane": {ln}}}' if k == 0 else "}")
+        for k, g, a, ap, b, bp, ln in rows
+    ]
+    lines.append(",\n".join(link_lines))
+    lines.append("  ]")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _server_file(fabric: Fabric, base_dir: str | Path | None) -> Path | None:
+    """The user's server profile file, when the spec names one (not a shipped profile)."""
+    name = fabric.spec.server
+    if name is None or name in server_profiles():
+        return None
+    path = Path(name)
+    return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+
+
+def spec_and_inputs(fabric: Fabric, base_dir: str | Path | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The spec as a build folder records it, and the copies of the input files it names."""
+    spec = fabric.spec.to_dict()
+    files: dict[str, str] = {}
+    server_file = _server_file(fabric, base_dir)
+    if server_file is not None:
+        copy = f"{INPUTS}/{server_file.name}"  # same file name: a profile without name: keeps its name
+        files[copy] = server_file.read_text(encoding="utf-8")
+        spec["server"] = copy
+    return spec, files
+
+
+def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
+               cabling: "Cabling | None" = None, base_dir: str | Path | None = None) -> dict[str, str]:
+    """The design files of a build folder (not the configs and other outputs, not README.md).
+
+    Inputs the spec names by path (a host-name table, a server profile) are copied in, and
+    ``spec.yaml`` names the copies, so that ``topo build -f spec.yaml`` rebuilds the same folder.
+    """
+    spec, files = spec_and_inputs(fabric, base_dir)
+    summary_data = summary.to_dict()
+    if cabling is not None:
+        summary_data["cabling"] = cabling.to_dict()
+    files.update({
+        "spec.yaml": yaml.safe_dump(spec, sort_keys=False),
+        "design.json": design_json(fabric, spec),
+        "summary.json": dump_json(summary_data),
+    })
+    if analysis is not None:
+        files["analysis.json"] = dump_json(analysis.to_dict())
+    if fabric.spec.hostname_table is not None:
+        files[HOSTNAMES_CSV] = "node,hostname\n" + "".join(
+            f"{i},{host}\n" for i, host in enumerate(fabric.spec.hostname_table))
+    return files

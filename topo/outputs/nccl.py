@@ -1,0 +1,229 @@
+"""NCCL files for the fabric's server type: the topology XML and the NCCL environment.
+
+:func:`nccl_files` writes, for the spec's server profile (:mod:`topo.servers`):
+
+``nccl/<profile>-topo.xml``
+    the topology file NCCL loads from ``NCCL_TOPO_FILE``: CPUs, PCIe switches, and under each
+    switch the GPUs and the fabric NICs of their rails, with ``rail="r"`` on NIC ``r``'s ``<net>``.
+``nccl/<profile>.env``
+    ``KEY=VALUE`` lines (``/etc/nccl.conf`` format): ``NCCL_TOPO_FILE``, ``NCCL_IB_HCA`` in rail
+    order, ``NCCL_CROSS_NIC``, ``NCCL_IB_QPS_PER_CONNECTION`` from the congestion analysis, and
+    ``NCCL_IB_TC`` / ``NCCL_SOCKET_IFNAME`` where they apply. Rendered from ``nccl/nccl.env.j2``.
+
+The XML is written in Python, line by line, exactly as NCCL's own writer does
+(:func:`topo.outputs.nccl_xml.dump_xml`). A template would only loop, and a user override could
+break rules NCCL's parser enforces; the values come from the profile, which users control. Every
+file is read back with NCCL's rules (:func:`topo.outputs.nccl_xml.check_topology`) before it is
+returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..errors import SpecError
+from ..fabric import Fabric, is_ethernet
+from ..servers import NVSWITCH_CLASS, ServerProfile, check_server, resolve_server
+from .nccl_xml import TOPO_XML_MAX_NODES, NcclXmlError, XmlElement, check_topology, dump_xml
+from .qos import QOS_PROFILES
+from .templating import render_template, template_environment
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from ..analysis.analyze import Analysis
+
+#: The templated output of this module: (output path, template, rendered for).
+NCCL_OUTPUTS = (("nccl/<server>.env", "nccl/nccl.env.j2", "the server type"),)
+
+#: Where the topology file is installed unless told otherwise.
+DEFAULT_INSTALL_DIR = "/etc/nccl"
+#: NCCL_IB_QPS_PER_CONNECTION takes 1 to 128.
+MAX_NCCL_QPS = 128
+#: Placeholder target of NVLinks to the NVSwitch fabric (the target is not read for that class).
+NVSWITCH_TARGET = "fffffff:ff:ff.0"
+#: PCI classes topo writes.
+SWITCH_CLASS = "0x060400"
+GPU_CLASS = "0x030200"
+IB_NIC_CLASS = "0x020700"
+ETHERNET_NIC_CLASS = "0x020000"
+
+
+def _attrs(**values: Any) -> list[tuple[str, str]]:
+    """Attributes in the given order, skipping None; integers in plain decimal (never zero-padded)."""
+    return [(key, str(value)) for key, value in values.items() if value is not None]
+
+
+def topology_element(profile: ServerProfile, nic_class: str = IB_NIC_CLASS) -> XmlElement:
+    """The ``<system>`` tree of a server profile (what :func:`topology_xml` prints).
+
+    Attribute order follows NCCL's dumps. Every attribute NCCL would fill in from the host when
+    missing on a node that several ranks share (CPU model and mask, switch ids, link speed and
+    width) is in the file, so that all local ranks' copies stay identical and fuse into one.
+    """
+    system = XmlElement("system", _attrs(version=1))
+    for cpu in profile.cpus:
+        c = system.append(XmlElement("cpu", _attrs(
+            numaid=cpu.numaid, affinity=cpu.affinity, arch=cpu.arch, vendor=cpu.vendor,
+            familyid=cpu.familyid, modelid=cpu.modelid)))
+        for sw in cpu.switches:
+            s = c.append(XmlElement("pci", _attrs(busid=sw.busid, **{"class": SWITCH_CLASS},
+                                                  link_speed=sw.link_speed, link_width=sw.link_width)
+                                    + list(sw.ids)))
+            for gpu in sw.gpus:
+                p = s.append(XmlElement("pci", _attrs(busid=gpu.busid, **{"class": GPU_CLASS},
+                                                      link_speed=gpu.link_speed, link_width=gpu.link_width)))
+                g = p.append(XmlElement("gpu", _attrs(dev=gpu.dev, sm=gpu.sm, gdr=gpu.gdr)))
+                if gpu.nvlink:
+                    g.append(XmlElement("nvlink", _attrs(target=NVSWITCH_TARGET, count=gpu.nvlink,
+                                                         tclass=NVSWITCH_CLASS)))
+            for nic in sw.nics:
+                p = s.append(XmlElement("pci", _attrs(busid=nic.busid, **{"class": nic.pci_class or nic_class},
+                                                      link_speed=nic.link_speed, link_width=nic.link_width)))
+                n = p.append(XmlElement("nic"))
+                n.append(XmlElement("net", _attrs(name=nic.name, dev=nic.rail, speed=nic.speed_mbps,
+                                                  port=nic.port, guid=nic.guid, gdr=nic.gdr, rail=nic.rail)))
+    return system
+
+
+def topology_xml(profile: ServerProfile, nic_class: str = IB_NIC_CLASS,
+                 comments: tuple[str, ...] | None = None) -> str:
+    """The NCCL topology file of a server profile.
+
+    >>> from topo.outputs.nccl_xml import read_nccl_topology
+    >>> from topo.servers import server_profiles
+    >>> text = topology_xml(server_profiles()["hgx-h100-8nic"])
+    >>> read_nccl_topology(text).elements, check_topology(text)
+    (59, [])
+    """
+    if comments is None:
+        comments = _xml_comments(profile)
+    return dump_xml(topology_element(profile, nic_class), comments)
+
+
+def _xml_comments(profile: ServerProfile) -> tuple[str, ...]:
+    lines = [
+        f"NCCL topology of the {profile.name} servers ({profile.gpu_count} GPUs, {profile.nic_count} NICs), "
+        f"written by topo {__version__}.",
+        "GPU r shares a PCIe switch with the NIC of its rail; rail=\"r\" on that NIC's net element.",
+        "Bus ids and NIC names must be the host's: compare with the file NCCL_TOPO_DUMP_FILE writes.",
+    ]
+    if profile.generic:
+        lines.append("GENERIC PROFILE: bus ids and CPU values are placeholders. Describe the real server in a "
+                     "profile file before installing this one (docs/nccl.md).")
+    return tuple(lines)
+
+
+# --- the files ------------------------------------------------------------------------------------
+
+
+def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | None", topo_file: str) -> dict:
+    spec = fabric.spec
+    ethernet = is_ethernet(fabric)
+    if analysis is not None:
+        o = analysis.options
+        qps = min(o.qps, MAX_NCCL_QPS)
+        pairs = "queue pair" if o.qps == 1 else "queue pairs"
+        source = (f"from the congestion analysis of this design ({o.qps} {pairs} per connection, "
+                  f"{o.routing} routing, {o.cc} congestion control)")
+        if o.qps > MAX_NCCL_QPS:
+            source += f"; NCCL takes at most {MAX_NCCL_QPS}"
+    else:
+        qps = 1
+        source = ("NCCL's default of 1, as no congestion analysis was given (topo analyze --qps N "
+                  "compares values on this fabric)")
+    if spec.placement == "rail":
+        cross_nic, cross_why = 0, ("Rail-optimized fabric: NIC r of every node is on a rail-r leaf, so "
+                                   "rings and trees stay on one rail")
+    else:
+        cross_nic, cross_why = 1, ("Rack placement: all NICs of a node are on the same leaf, so crossing "
+                                   "NICs between nodes costs nothing")
+    tc = None
+    if ethernet:
+        q = QOS_PROFILES[spec.qos]
+        tc = {"value": q.roce_tos, "why": f"the ToS byte of DSCP {q.roce_dscp[0]}, the lossless RoCE class of "
+                                          f"the '{q.name}' QoS profile (as the switch configs and "
+                                          f"hosts/roce-qos.sh use it)"}
+    return {
+        "topo_file": topo_file,
+        "hca": ",".join(f"{n.name}:{n.port}" for n in profile.nics),
+        "cross_nic": cross_nic, "cross_nic_why": cross_why,
+        "qps": qps, "qps_source": source,
+        "tc": tc,
+        "socket_ifname": profile.socket_ifname,
+        "technology": "RoCE" if ethernet else "InfiniBand",
+    }
+
+
+def nccl_files(fabric: Fabric, server: ServerProfile | str | None = None, analysis: "Analysis | None" = None,
+               env: "jinja2.Environment | None" = None, *, install_dir: str = DEFAULT_INSTALL_DIR,
+               base_dir: str | None = None) -> dict[str, str]:
+    """The NCCL files of the fabric's server type, by relative path.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    server : ServerProfile or str, optional
+        The profile, or a profile name or YAML path; default: the spec's (:func:`resolve_server`).
+    analysis : Analysis, optional
+        The congestion analysis; its ``options.qps`` becomes ``NCCL_IB_QPS_PER_CONNECTION``.
+    env : jinja2.Environment, optional
+        Template environment (user folders first); default: the packaged templates.
+    install_dir : str
+        Folder the topology file is installed in on the servers (``NCCL_TOPO_FILE``).
+    base_dir : str, optional
+        Folder a relative profile path is read from (the spec file's folder).
+
+    Returns
+    -------
+    dict
+        ``nccl/<profile>-topo.xml`` and ``nccl/<profile>.env``.
+
+    Raises
+    ------
+    SpecError
+        When the profile cannot be read or does not fit the spec (see :func:`resolve_server`), or
+        when the server is too large for one NCCL file (255 elements).
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> files = nccl_files(build_fabric(load_spec({"gpus": 64})))
+    >>> sorted(files)
+    ['nccl/hgx-h100-8nic-topo.xml', 'nccl/hgx-h100-8nic.env']
+    >>> [line for line in files['nccl/hgx-h100-8nic.env'].splitlines() if line.startswith("NCCL_IB_HCA")]
+    ['NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1']
+    """
+    spec = fabric.spec
+    if isinstance(server, str):
+        profile = resolve_server(replace(spec, server=server), base_dir)
+    elif server is None:
+        profile = resolve_server(spec, base_dir)
+    else:
+        profile = server
+        check_server(profile, spec)
+    if not install_dir.startswith("/") or any(ch in install_dir for ch in " \t\n\"'"):
+        raise ValueError(f"install_dir {install_dir!r}: expected an absolute path without spaces or quotes")
+    xml_name = f"{profile.name}-topo.xml"
+    topo_file = str(PurePosixPath(install_dir) / xml_name)
+    nic_class = ETHERNET_NIC_CLASS if is_ethernet(fabric) else IB_NIC_CLASS
+    elements = sum(1 for _ in topology_element(profile, nic_class).iter())
+    if elements >= TOPO_XML_MAX_NODES:
+        raise SpecError([
+            f"server={profile.name}: its NCCL topology file would hold {elements} elements "
+            f"({profile.gpu_count} GPUs, {profile.nic_count} NICs), but NCCL's parser takes at most "
+            f"{TOPO_XML_MAX_NODES - 1}"])
+    xml = topology_xml(profile, nic_class)
+    problems = check_topology(xml)
+    if problems:  # the profile is checked when read: this would be a bug
+        raise NcclXmlError(f"the topology file of {profile.name} breaks a rule: {problems[0]}")
+    context = {"version": __version__, "fabric": {"name": spec.name, "gpus": spec.gpus, "nodes": spec.nodes},
+               "server": {"name": profile.name, "description": profile.description, "gpus": profile.gpu_count,
+                          "nics": profile.nic_count, "generic": profile.generic, "xml": xml_name},
+               "nccl": _env_facts(fabric, profile, analysis, topo_file)}
+    env = env or template_environment()
+    return {f"nccl/{xml_name}": xml,
+            f"nccl/{profile.name}.env": render_template(env, "nccl/nccl.env.j2", context)}
