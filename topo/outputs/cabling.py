@@ -30,7 +30,8 @@ import numpy as np
 from ..addressing import rdma_device, sonic_port_name
 from ..catalog import switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
-from .media import COPPER, OPTICAL, CablingError, MediaCatalog, MediumAtSpeed, media_catalog, speed_text
+from .media import (COPPER, OPTICAL, Cage, CablingError, MediaCatalog, Medium, MediumAtSpeed, media_catalog,
+                    speed_text)
 
 #: File names in a build folder.
 CABLING_CSV = "cabling.csv"
@@ -265,6 +266,361 @@ def _lookup(catalog: MediaCatalog, gbps: int, lane_gbps: int, what: str) -> Mapp
     return entry
 
 
+def _column(media: tuple[Medium, ...], entries: Mapping[str, MediumAtSpeed], attr: str) -> np.ndarray:
+    """One figure of every medium at one speed, in catalogue order; -1 where it is not offered."""
+    return np.array([getattr(entries[m.key], attr) if m.key in entries else -1.0 for m in media])
+
+
+@dataclass(frozen=True, eq=False)
+class _Ends:
+    """What the two ends of a fabric's links take: the switch cage and the NIC, and the media
+    the catalogue offers for each at its speed."""
+
+    cage: Cage
+    ports_per_cage: int  #: fabric ports per switch cage
+    breakout: int  #: NIC links per leaf port
+    cage_gbps: int
+    nic_gbps: int
+    nic_form_factor: str
+    at_switch: Mapping[str, MediumAtSpeed]  #: media for a module in a switch cage
+    at_nic: Mapping[str, MediumAtSpeed]  #: media for a module in a NIC
+
+
+def _ends(fabric: Fabric, catalog: MediaCatalog) -> _Ends:
+    spec = fabric.spec
+    cage = catalog.cage(spec.switch)
+    lanes = fabric.addressing.lanes_per_port
+    lane_gbps = max(1, spec.port_gbps // max(lanes, 1))
+    cage_gbps = cage.ports_per_cage * spec.port_gbps
+    return _Ends(
+        cage=cage, ports_per_cage=cage.ports_per_cage, breakout=fabric.plan.breakout, cage_gbps=cage_gbps,
+        nic_gbps=spec.nic_gbps, nic_form_factor=catalog.nic.form_factor,
+        at_switch=_lookup(catalog, cage_gbps, lane_gbps,
+                          f"{cage.ports_per_cage} x {spec.port_gbps}G ports per {cage.form_factor} cage"),
+        at_nic=_lookup(catalog, spec.nic_gbps, lane_gbps, "server NICs"))
+
+
+@dataclass(frozen=True, eq=False)
+class _Rows:
+    """Every link as a row of ``cabling.csv``, oriented so that ``a`` is the switch end the rows are
+    sorted by (see :class:`Cabling`); int64 columns, in row order."""
+
+    order: np.ndarray  #: link index of each row
+    kind: np.ndarray
+    a: np.ndarray
+    a_port: np.ndarray
+    a_lane: np.ndarray
+    b: np.ndarray
+    b_port: np.ndarray
+    gbps: np.ndarray
+    nl: np.ndarray  #: node-leaf row
+    a_cage: np.ndarray
+    b_cage: np.ndarray  #: -1 at a server
+    lengths: np.ndarray  #: run length of each link kind
+    length: np.ndarray  #: run length of each row
+
+    def __len__(self) -> int:
+        return int(self.kind.shape[0])
+
+
+def _rows(fabric: Fabric, ports_per_cage: int) -> _Rows:
+    links = fabric.links
+    kind = links.kind.astype(np.int64)
+    nl = kind == 0
+    a = np.where(nl, links.hi, links.lo).astype(np.int64)
+    a_port = np.where(nl, links.hi_port, links.lo_port).astype(np.int64)
+    a_lane = np.where(nl, links.lane, 1).astype(np.int64)
+    b = np.where(nl, links.lo, links.hi).astype(np.int64)
+    b_port = np.where(nl, links.lo_port, links.hi_port).astype(np.int64)
+    order = np.lexsort((a_lane, a_port, a, kind))
+    kind, a, a_port, a_lane, b, b_port = (x[order] for x in (kind, a, a_port, a_lane, b, b_port))
+    nl = kind == 0
+    lengths = np.array([fabric.spec.cable_m[k] for k in LINK_KINDS])
+    return _Rows(order=order, kind=kind, a=a, a_port=a_port, a_lane=a_lane, b=b, b_port=b_port,
+                 gbps=links.gbps[order].astype(np.int64), nl=nl, a_cage=(a_port - 1) // ports_per_cage + 1,
+                 b_cage=np.where(nl, -1, (b_port - 1) // ports_per_cage + 1), lengths=lengths,
+                 length=lengths[kind])
+
+
+@dataclass(frozen=True, eq=False)
+class _CageGroups:
+    """The rows grouped by their switch cage at ``a``: a copper cable serves one group (a
+    splitter's legs are the cage's NIC links), and joins two switches only cage to cage."""
+
+    new: np.ndarray  #: True where a group begins
+    starts: np.ndarray  #: first row of each group
+    legs: np.ndarray  #: rows in each row's group
+    one_to_one: np.ndarray  #: the row's cages at both ends map one-to-one (always, at a NIC)
+    cage_span: int  #: more than any cage number: vertex * cage_span + cage numbers every cage
+    by_b: np.ndarray  #: switch-to-switch rows sorted by their cage at ``b``
+    b_starts: np.ndarray  #: first of each ``b`` cage in ``by_b``
+
+
+def _cage_groups(rows: _Rows, radix: int, ports_per_cage: int) -> _CageGroups:
+    kind, a, a_cage, nl, n = rows.kind, rows.a, rows.a_cage, rows.nl, len(rows)
+    new = np.ones(n, dtype=bool)
+    new[1:] = (kind[1:] != kind[:-1]) | (a[1:] != a[:-1]) | (a_cage[1:] != a_cage[:-1])
+    group = _group_ids(new)
+    starts = np.flatnonzero(new)
+    legs = np.diff(np.append(starts, n))[group]
+    # a copper switch-to-switch cable joins one cage to one cage: both sides must map one-to-one
+    cage_span = radix // ports_per_cage + 2
+    far = rows.b * cage_span + rows.b_cage
+    one_to_one = _uniform(far, starts)[group] | nl  # node-leaf legs go to separate NICs
+    sw = np.flatnonzero(~nl)
+    by_b = b_starts = np.zeros(0, dtype=np.int64)
+    if sw.size:
+        near = a * cage_span + a_cage
+        by_b = sw[np.lexsort((near[sw], far[sw]))]
+        b_starts = _starts(far[by_b])
+        same = _uniform(near[by_b], b_starts)
+        ok_b = np.ones(n, dtype=bool)
+        ok_b[by_b] = np.repeat(same, np.diff(np.append(b_starts, by_b.size)))
+        one_to_one &= ok_b
+    return _CageGroups(new=new, starts=starts, legs=legs, one_to_one=one_to_one, cage_span=cage_span,
+                       by_b=by_b, b_starts=b_starts)
+
+
+def _choose_media(rows: _Rows, groups: _CageGroups, media: tuple[Medium, ...], ends: _Ends) -> np.ndarray:
+    """Index into ``media`` of every row: the first medium, in catalogue order, that reaches the run.
+
+    Copper also needs its splitter's legs within ``max_legs`` and, between switches, cages that map
+    one-to-one; optics at a NIC need a module offered at both ends' speeds.
+    """
+    nl, length, legs = rows.nl, rows.length, groups.legs
+    reach_sw, split_sw = _column(media, ends.at_switch, "reach_m"), _column(media, ends.at_switch, "split_reach_m")
+    reach_nic = _column(media, ends.at_nic, "reach_m")
+    eligible = np.zeros((len(media), len(rows)), dtype=bool)
+    for i, m in enumerate(media):
+        if m.kind == COPPER:
+            # a node-leaf cable fans out to its cage's NICs (a splitter when more than one);
+            # a switch-to-switch cable joins two cages whatever the ports per cage
+            splits = nl & (legs > 1)
+            reach = np.where(splits, split_sw[i], reach_sw[i])
+            eligible[i] = ((reach_sw[i] > 0) & (length <= reach + 1e-9) & groups.one_to_one
+                           & (~nl | (legs <= m.max_legs)))
+        else:
+            reach = np.where(nl, min(reach_sw[i], reach_nic[i]) if reach_nic[i] > 0 else -1.0, reach_sw[i])
+            eligible[i] = (reach > 0) & (length <= reach + 1e-9)
+    found = eligible.any(axis=0)
+    if not found.all():
+        problems = []
+        for k in np.unique(rows.kind[~found]).tolist():
+            cage, nic = speed_text(ends.cage_gbps), speed_text(ends.nic_gbps)
+            where = f"a {cage} switch cage and a {nic} NIC" if k == 0 else f"two {cage} switch cages"
+            problems.append(
+                f"{LINK_KINDS[k]}: no medium in the media catalogue reaches {rows.lengths[k]:g} m between "
+                f"{where} (cable_{LINK_KINDS[k].replace('-', '_')}_m); shorten the run or add a medium that "
+                f"reaches it")
+        raise CablingError(problems)
+    return eligible.argmax(axis=0).astype(np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class _Cables:
+    """The rows grouped into physical cables."""
+
+    cable: np.ndarray  #: cable number of each row
+    first: np.ndarray  #: first row of each cable
+    legs: np.ndarray  #: rows of each row's cable
+    splitter: np.ndarray  #: NIC ends of each row's cable (1 when it does not split)
+    pieces: np.ndarray  #: fibres (optics) or 1 (copper) of each row's cable
+
+
+def _cables(rows: _Rows, groups: _CageGroups, medium: np.ndarray, copper: np.ndarray,
+            media: tuple[Medium, ...], ends: _Ends) -> _Cables:
+    """Optical ports and fibres: a module of ``optical_ports`` serves ``cage_gbps / optical_ports``
+    each, so a NIC link slower than that shares a port through a fibre splitter; copper is one
+    cable per cage group."""
+    P, nl, gbps = ends.ports_per_cage, rows.nl, rows.gbps
+    ports_sw = _column(media, ends.at_switch, "optical_ports").astype(np.int64)
+    optport_gbps = ends.cage_gbps // np.maximum(ports_sw[medium], 1)
+    slot = np.where(nl, ((rows.a_port - 1) % P) * ends.breakout + (rows.a_lane - 1), (rows.a_port - 1) % P)
+    fibres = np.where(copper, 1, np.maximum(1, gbps // optport_gbps))
+    share = (~copper) & nl & (gbps < optport_gbps)  # a 1:k fibre splitter to k NICs
+    sub = np.where(share, slot * gbps // optport_gbps, slot)
+    sub = np.where(copper, 0, sub)
+    new = groups.new.copy()
+    new[1:] |= (sub[1:] != sub[:-1]) | (medium[1:] != medium[:-1])
+    cable = _group_ids(new)
+    first = np.flatnonzero(new)
+    legs = np.diff(np.append(first, len(rows)))[cable]
+    splitter = np.where(copper, legs, np.where(share, optport_gbps // np.maximum(gbps, 1), 1))
+    return _Cables(cable=cable, first=first, legs=legs, splitter=splitter, pieces=fibres)
+
+
+def _parts(rows: _Rows, cables: _Cables, medium: np.ndarray, media: tuple[Medium, ...],
+           ends: _Ends) -> tuple[np.ndarray, list[str]]:
+    """(part index of each row, part names): one part per distinct medium, far end (a NIC or a
+    switch) and splitter legs."""
+    far_class = np.where(rows.nl, 0, 1)
+    splitter = np.where(rows.nl, cables.splitter, 1)  # a switch-to-switch copper cable joins cage to cage
+    part_code = ((medium.astype(np.int64) * 2 + far_class) * 1024 + splitter)
+    codes, part = _index(part_code)
+    sw_ff, nic_ff = ends.cage.form_factor, ends.nic_form_factor
+    cage, nic = speed_text(ends.cage_gbps), speed_text(ends.nic_gbps)
+    names = []
+    for code in codes.tolist():
+        split, rest = code % 1024, code // 1024
+        m, to_switch = media[rest // 2], rest % 2 == 1
+        if m.kind == COPPER:
+            near_end = f"{cage} {sw_ff}"
+            if to_switch:
+                names.append(f"{m.label} {near_end} to {cage} {sw_ff}")
+            elif split > 1:
+                names.append(f"{m.label} {near_end} to {split}x {nic} {nic_ff} splitter")
+            else:
+                names.append(f"{m.label} {near_end} to {nic} {nic_ff}")
+        else:
+            names.append(m.fibre + (f" 1:{split} splitter" if split > 1 else ""))
+    return part, names
+
+
+@dataclass(frozen=True, eq=False)
+class _Modules:
+    """The transceiver types of a fabric and which one each medium takes at each end."""
+
+    names: list[str]
+    switch: np.ndarray  #: per medium: index into ``names`` of the module in a switch cage, -1 for copper
+    nic: np.ndarray  #: per medium: the same in a NIC
+
+
+def _modules(media: tuple[Medium, ...], ends: _Ends) -> _Modules:
+    names: list[str] = []
+    index: dict[str, int] = {}
+
+    def module(name: str) -> int:
+        if name not in index:
+            index[name] = len(names)
+            names.append(name)
+        return index[name]
+
+    sw_ff, nic_ff, at_switch, at_nic = ends.cage.form_factor, ends.nic_form_factor, ends.at_switch, ends.at_nic
+    switch = np.array([module(at_switch[m.key].transceiver.format(ff=sw_ff))
+                       if m.kind == OPTICAL and m.key in at_switch else -1 for m in media], dtype=np.int32)
+    nic = np.array([module(at_nic[m.key].transceiver.format(ff=nic_ff))
+                    if m.kind == OPTICAL and m.key in at_nic and at_nic[m.key].transceiver else -1
+                    for m in media], dtype=np.int32)
+    return _Modules(names=names, switch=switch, nic=nic)
+
+
+def _switch_module_counts(groups: _CageGroups, code: np.ndarray, optical: np.ndarray, media: int) -> np.ndarray:
+    """Physical switch-end modules per (link kind, medium): one per optical switch cage (a cage
+    group at ``a``, a cage at ``b``); a cage's rows share one medium (copper is chosen per cage,
+    optics per tier). ``code`` is ``kind * media + medium`` of every row."""
+    a_first = groups.starts[optical[groups.starts]]
+    counts = np.bincount(code[a_first], minlength=3 * media)
+    if groups.by_b.size:
+        b_first = groups.by_b[groups.b_starts]
+        counts += np.bincount(code[b_first[optical[b_first]]], minlength=3 * media)
+    return counts.reshape(3, media)
+
+
+def _mixed_cages(rows: _Rows, groups: _CageGroups, code: np.ndarray, media: int) -> int:
+    """Switch cages holding ports of more than one medium or tier (one module or cable cannot serve
+    them)."""
+    nl, span = rows.nl, groups.cage_span
+    cage_of = np.concatenate([rows.a * span + rows.a_cage, (rows.b * span + rows.b_cage)[~nl]])
+    what = np.concatenate([code, code[~nl]])
+    pairs = _distinct(cage_of * (3 * media) + what) // (3 * media)
+    return int(np.count_nonzero(pairs[1:] == pairs[:-1]))
+
+
+def _switch_lines(fabric: Fabric) -> tuple[list[BomLine], float | None]:
+    """The switches of every tier, and their power (None without a switch model)."""
+    spec = fabric.spec
+    model = spec.switch
+    unit_w = switch_catalog()[model].power_w if model else None
+    model_name = model or f"{spec.radix}x{speed_text(spec.port_gbps)} switch (no model named)"
+    lines = []
+    for t in range(1, fabric.plan.tiers + 1):
+        count = fabric.count(t)
+        lines.append(BomLine("switch", model_name, ROLES[t], "", None, count, unit_w,
+                             None if unit_w is None else float(unit_w * count)))
+    return lines, None if unit_w is None else float(sum(line.power_w for line in lines))
+
+
+def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.ndarray, part: np.ndarray,
+                 part_names: list[str], catalog: MediaCatalog,
+                 ends: _Ends) -> tuple[list[BomLine], np.ndarray, float, float]:
+    """(cable lines by tier, part and ordered length; the ordered length of every row; the power of
+    copper cable ends at switches and at servers)."""
+    media, nl, length, first = catalog.media, rows.nl, rows.length, cables.first
+    cable_length = np.where(copper, _stock(length, catalog.stock_lengths_m[COPPER], catalog.step_m),
+                            _stock(length, catalog.stock_lengths_m[OPTICAL], catalog.step_m))
+    power_sw = _column(media, ends.at_switch, "power_w")
+    power_nic = _column(media, ends.at_nic, "power_w")
+    # copper ends: the switch end(s) at the cage speed, NIC legs at the NIC speed when catalogued
+    nic_end_w = np.where(power_nic >= 0, power_nic, power_sw)
+    cable_power = np.where(nl, power_sw[medium] + cables.legs * nic_end_w[medium], 2 * power_sw[medium])
+    cable_power = np.where(copper, cable_power, 0.0)
+    pieces = cables.pieces[first]
+    stock_values, stock_of_cable = _index(cable_length[first])
+    key = (rows.kind[first] * len(part_names) + part[first]) * len(stock_values) + stock_of_cable
+    keys, inverse = _index(key)
+    quantity = np.bincount(inverse, weights=pieces).astype(np.int64)
+    unit_cable_w = np.zeros(len(keys))
+    unit_cable_w[inverse] = cable_power[first] / np.maximum(pieces, 1)
+    lines = []
+    for j, k in enumerate(keys.tolist()):
+        s = k % len(stock_values)
+        p = (k // len(stock_values)) % len(part_names)
+        t = k // len(stock_values) // len(part_names)
+        w = float(unit_cable_w[j])
+        lines.append(BomLine("cable", part_names[p], LINK_KINDS[t], "", float(stock_values[s]), int(quantity[j]),
+                             round(w, 3) if w else 0.0, round(w * int(quantity[j]), 3)))
+    ends_switch = ends_server = 0.0
+    copper_first = first[copper[first]]
+    if copper_first.size:
+        sw_ends = np.where(nl[copper_first], 1, 2) * power_sw[medium[copper_first]]
+        ends_switch = float(sw_ends.sum())
+        ends_server = float((cable_power[copper_first] - sw_ends).sum())
+    return lines, cable_length, ends_switch, ends_server
+
+
+def _transceiver_lines(rows: _Rows, medium: np.ndarray, optical: np.ndarray, switch_modules: np.ndarray,
+                       modules: _Modules, media: tuple[Medium, ...],
+                       ends: _Ends) -> tuple[list[BomLine], float, float]:
+    """(transceiver lines: per tier, the switch-end modules, then the NIC-end ones; the power of
+    the switch-end and of the server-end modules)."""
+    lines = []
+    switch_w = server_w = 0.0
+    nic_counts = np.bincount(medium[optical & rows.nl], minlength=len(media))
+    for t in range(len(LINK_KINDS)):
+        for m_i, m in enumerate(media):
+            c = int(switch_modules[t, m_i])
+            if c:
+                w = ends.at_switch[m.key].power_w
+                switch_w += w * c
+                lines.append(BomLine("transceiver", modules.names[modules.switch[m_i]], LINK_KINDS[t], "switch",
+                                     None, c, w, round(w * c, 3)))
+        for m_i, m in enumerate(media):
+            c = int(nic_counts[m_i]) if t == 0 else 0
+            if c:
+                w = ends.at_nic[m.key].power_w
+                server_w += w * c
+                lines.append(BomLine("transceiver", modules.names[modules.nic[m_i]], LINK_KINDS[t], "server",
+                                     None, c, w, round(w * c, 3)))
+    return lines, switch_w, server_w
+
+
+def _tier_totals(fabric: Fabric, rows: _Rows, cables: _Cables, medium: np.ndarray, media: tuple[Medium, ...],
+                 bom: list[BomLine]) -> tuple[TierCabling, ...]:
+    cable_kind = rows.kind[cables.first]
+    link_counts = np.bincount(rows.kind, minlength=len(LINK_KINDS))
+    tiers = []
+    for t in range(fabric.plan.tiers):
+        in_tier = rows.kind == t
+        mids = np.bincount(medium[in_tier], minlength=len(media))
+        cables_t = cables.first[cable_kind == t]
+        optics = sum(line.quantity for line in bom if line.category == "transceiver" and line.tier == LINK_KINDS[t])
+        tiers.append(TierCabling(
+            tier=LINK_KINDS[t], length_m=float(rows.lengths[t]), links=int(link_counts[t]),
+            cables=int(cables_t.size), pieces=int(cables.pieces[cables_t].sum()),
+            media={media[i].key: int(c) for i, c in enumerate(mids) if c}, transceivers=int(optics)))
+    return tuple(tiers)
+
+
 def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling:
     """Choose the medium of every link, group links into cables, count optics and total the BOM.
 
@@ -289,234 +645,39 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
     {'node-leaf': {'mmf-sr': 256}, 'leaf-spine': {'mmf-sr': 256}}
     """
     catalog = catalog or media_catalog()
-    spec, plan, links = fabric.spec, fabric.plan, fabric.links
     media = catalog.media
-    M = len(media)
-    cage = catalog.cage(spec.switch)
-    P = cage.ports_per_cage
-    B = plan.breakout
-    lanes = fabric.addressing.lanes_per_port
-    lane_gbps = max(1, spec.port_gbps // max(lanes, 1))
-    cage_gbps = P * spec.port_gbps
-    nic_gbps = spec.nic_gbps
-    at_switch = _lookup(catalog, cage_gbps, lane_gbps,
-                        f"{P} x {spec.port_gbps}G ports per {cage.form_factor} cage")
-    at_nic = _lookup(catalog, nic_gbps, lane_gbps, "server NICs")
+    ends = _ends(fabric, catalog)
+    rows = _rows(fabric, ends.ports_per_cage)
+    groups = _cage_groups(rows, fabric.spec.radix, ends.ports_per_cage)
+    medium = _choose_media(rows, groups, media, ends)
+    copper = np.array([m.kind == COPPER for m in media])[medium]
+    cables = _cables(rows, groups, medium, copper, media, ends)
+    part, part_names = _parts(rows, cables, medium, media, ends)
+    modules = _modules(media, ends)
+    a_module = np.where(copper, -1, modules.switch[medium]).astype(np.int32)
+    b_module = np.where(copper, -1, np.where(rows.nl, modules.nic[medium], modules.switch[medium])).astype(np.int32)
+    optical = ~copper
+    code = rows.kind * len(media) + medium
+    switch_modules = _switch_module_counts(groups, code, optical, len(media))
 
-    # --- rows: orient every link so that `a` is the switch end the plan is sorted by
-    kind = links.kind.astype(np.int64)
-    nl = kind == 0
-    a = np.where(nl, links.hi, links.lo).astype(np.int64)
-    a_port = np.where(nl, links.hi_port, links.lo_port).astype(np.int64)
-    a_lane = np.where(nl, links.lane, 1).astype(np.int64)
-    b = np.where(nl, links.lo, links.hi).astype(np.int64)
-    b_port = np.where(nl, links.lo_port, links.hi_port).astype(np.int64)
-    order = np.lexsort((a_lane, a_port, a, kind))
-    kind, a, a_port, a_lane, b, b_port = (x[order] for x in (kind, a, a_port, a_lane, b, b_port))
-    gbps = links.gbps[order].astype(np.int64)
-    nl = kind == 0
-    n = kind.shape[0]
-    a_cage = (a_port - 1) // P + 1
-    b_cage = np.where(nl, -1, (b_port - 1) // P + 1)
-    lengths = np.array([spec.cable_m[k] for k in LINK_KINDS])
-    length = lengths[kind]
-
-    # --- copper cable groups: one cable per switch cage (a splitter's legs are the cage's NIC links)
-    group_new = np.ones(n, dtype=bool)
-    group_new[1:] = (kind[1:] != kind[:-1]) | (a[1:] != a[:-1]) | (a_cage[1:] != a_cage[:-1])
-    group = _group_ids(group_new)
-    starts = np.flatnonzero(group_new)
-    legs = np.diff(np.append(starts, n))[group]
-    # a copper switch-to-switch cable joins one cage to one cage: both sides must map one-to-one
-    cage_span = spec.radix // P + 2  # more than any cage number at either end
-    far = b * cage_span + b_cage
-    map_ok = _uniform(far, starts)[group] | nl  # node-leaf legs go to separate NICs
-    sw = np.flatnonzero(~nl)
-    if sw.size:
-        near = a * cage_span + a_cage
-        by_b = sw[np.lexsort((near[sw], far[sw]))]
-        b_starts = _starts(far[by_b])
-        same = _uniform(near[by_b], b_starts)
-        ok_b = np.ones(n, dtype=bool)
-        ok_b[by_b] = np.repeat(same, np.diff(np.append(b_starts, by_b.size)))
-        map_ok &= ok_b
-
-    # --- eligibility of every medium for every row, then the first eligible in catalogue order
-    def table(entries: Mapping[str, MediumAtSpeed], attr: str) -> np.ndarray:
-        return np.array([getattr(entries[m.key], attr) if m.key in entries else -1.0 for m in media])
-
-    reach_sw, split_sw = table(at_switch, "reach_m"), table(at_switch, "split_reach_m")
-    reach_nic = table(at_nic, "reach_m")
-    eligible = np.zeros((M, n), dtype=bool)
-    for i, m in enumerate(media):
-        if m.kind == COPPER:
-            # a node-leaf cable fans out to its cage's NICs (a splitter when more than one);
-            # a switch-to-switch cable joins two cages whatever the ports per cage
-            splits = nl & (legs > 1)
-            reach = np.where(splits, split_sw[i], reach_sw[i])
-            eligible[i] = ((reach_sw[i] > 0) & (length <= reach + 1e-9) & map_ok
-                           & (~nl | (legs <= m.max_legs)))
-        else:
-            reach = np.where(nl, min(reach_sw[i], reach_nic[i]) if reach_nic[i] > 0 else -1.0, reach_sw[i])
-            eligible[i] = (reach > 0) & (length <= reach + 1e-9)
-    found = eligible.any(axis=0)
-    if not found.all():
-        problems = []
-        for k in np.unique(kind[~found]).tolist():
-            ends = (f"a {speed_text(cage_gbps)} switch cage and a {speed_text(nic_gbps)} NIC" if k == 0
-                    else f"two {speed_text(cage_gbps)} switch cages")
-            problems.append(
-                f"{LINK_KINDS[k]}: no medium in the media catalogue reaches {lengths[k]:g} m between {ends} "
-                f"(cable_{LINK_KINDS[k].replace('-', '_')}_m); shorten the run or add a medium that reaches it")
-        raise CablingError(problems)
-    medium = eligible.argmax(axis=0).astype(np.int8)
-    copper_medium = np.array([m.kind == COPPER for m in media])
-    copper = copper_medium[medium]
-
-    # --- optical ports and fibres: a module of optical_ports serves cage_gbps / optical_ports each
-    ports_sw = table(at_switch, "optical_ports").astype(np.int64)
-    optport_gbps = cage_gbps // np.maximum(ports_sw[medium], 1)
-    slot = np.where(nl, ((a_port - 1) % P) * B + (a_lane - 1), (a_port - 1) % P)
-    fibres = np.where(copper, 1, np.maximum(1, gbps // optport_gbps))
-    share = (~copper) & nl & (gbps < optport_gbps)  # a 1:k fibre splitter to k NICs
-    sub = np.where(share, slot * gbps // optport_gbps, slot)
-    sub = np.where(copper, 0, sub)
-    new = group_new.copy()
-    new[1:] |= (sub[1:] != sub[:-1]) | (medium[1:] != medium[:-1])
-    cable = _group_ids(new)
-    first = np.flatnonzero(new)
-    cable_legs = np.diff(np.append(first, n))[cable]
-    splitter = np.where(copper, cable_legs, np.where(share, optport_gbps // np.maximum(gbps, 1), 1))
-
-    # --- parts: a small table of distinct (medium, tier class, splitter legs, far end) combinations
-    far_class = np.where(nl, 0, 1)
-    splitter = np.where(nl, splitter, 1)  # a switch-to-switch copper cable joins cage to cage
-    part_code = ((medium.astype(np.int64) * 2 + far_class) * 1024 + splitter)
-    codes, part = _index(part_code)
-    sw_ff, nic_ff = cage.form_factor, catalog.nic.form_factor
-    parts = []
-    for code in codes.tolist():
-        split, rest = code % 1024, code // 1024
-        m, to_switch = media[rest // 2], rest % 2 == 1
-        if m.kind == COPPER:
-            near_end = f"{speed_text(cage_gbps)} {sw_ff}"
-            if to_switch:
-                parts.append(f"{m.label} {near_end} to {speed_text(cage_gbps)} {sw_ff}")
-            elif split > 1:
-                parts.append(f"{m.label} {near_end} to {split}x {speed_text(nic_gbps)} {nic_ff} splitter")
-            else:
-                parts.append(f"{m.label} {near_end} to {speed_text(nic_gbps)} {nic_ff}")
-        else:
-            parts.append(m.fibre + (f" 1:{split} splitter" if split > 1 else ""))
-    pieces = fibres
-
-    # --- transceivers: one module per switch cage with optical links, one per NIC link
-    modules: list[str] = []
-    module_index: dict[str, int] = {}
-
-    def module(name: str) -> int:
-        if name not in module_index:
-            module_index[name] = len(modules)
-            modules.append(name)
-        return module_index[name]
-
-    sw_module = np.array([module(at_switch[m.key].transceiver.format(ff=sw_ff))
-                          if m.kind == OPTICAL and m.key in at_switch else -1 for m in media], dtype=np.int32)
-    nic_module = np.array([module(at_nic[m.key].transceiver.format(ff=nic_ff))
-                           if m.kind == OPTICAL and m.key in at_nic and at_nic[m.key].transceiver else -1
-                           for m in media], dtype=np.int32)
-    a_module = np.where(copper, -1, sw_module[medium]).astype(np.int32)
-    b_module = np.where(copper, -1, np.where(nl, nic_module[medium], sw_module[medium])).astype(np.int32)
-
-    # physical module count: one per optical switch cage (a cage group at `a`, a cage at `b`), one
-    # per NIC link; a cage's rows share one medium (copper is chosen per cage, optics per tier)
-    optical_rows = ~copper
-    code = kind * M + medium
-    a_first = starts[optical_rows[starts]]
-    switch_modules = np.bincount(code[a_first], minlength=3 * M)
-    if sw.size:
-        b_first = by_b[b_starts]
-        switch_modules += np.bincount(code[b_first[optical_rows[b_first]]], minlength=3 * M)
-    switch_modules = switch_modules.reshape(3, M)
-
-    # cages holding ports of more than one medium or tier cannot take one module or cable
     warnings: list[str] = []
-    if P > 1:
-        cage_of = np.concatenate([a * cage_span + a_cage, (b * cage_span + b_cage)[~nl]])
-        what = np.concatenate([code, code[~nl]])
-        pairs = _distinct(cage_of * (3 * M) + what) // (3 * M)
-        mixed = int(np.count_nonzero(pairs[1:] == pairs[:-1]))
-        if mixed:
-            warnings.append(
-                f"{mixed} switch cages hold ports of two tiers or media (a {cage.form_factor} cage takes one "
-                f"module or cable); each is counted once per tier and medium: give the ports of a cage "
-                f"the same kind of run")
-
-    # --- BOM -------------------------------------------------------------------------------------
-    bom: list[BomLine] = []
-    model = spec.switch
-    unit_w = switch_catalog()[model].power_w if model else None
-    model_name = model or f"{spec.radix}x{speed_text(spec.port_gbps)} switch (no model named)"
-    switches_w: float | None = 0.0
-    for t in range(1, plan.tiers + 1):
-        count = fabric.count(t)
-        bom.append(BomLine("switch", model_name, ROLES[t], "", None, count, unit_w,
-                           None if unit_w is None else float(unit_w * count)))
-    if unit_w is None:
-        switches_w = None
+    mixed = _mixed_cages(rows, groups, code, len(media)) if ends.ports_per_cage > 1 else 0
+    if mixed:
+        warnings.append(
+            f"{mixed} switch cages hold ports of two tiers or media (a {ends.cage.form_factor} cage takes one "
+            f"module or cable); each is counted once per tier and medium: give the ports of a cage "
+            f"the same kind of run")
+    bom, switches_w = _switch_lines(fabric)
+    if switches_w is None:
         warnings.append("switch power unknown: name a switch model (switch: ...) to total the power")
-    else:
-        switches_w = float(sum(line.power_w for line in bom))
+    cable_lines, cable_length, copper_switch_w, copper_server_w = _cable_lines(
+        rows, cables, medium, copper, part, part_names, catalog, ends)
+    optics_lines, optics_switch_w, optics_server_w = _transceiver_lines(
+        rows, medium, optical, switch_modules, modules, media, ends)
+    bom += cable_lines + optics_lines
 
-    cable_length = np.where(copper, _stock(length, catalog.stock_lengths_m[COPPER], catalog.step_m),
-                            _stock(length, catalog.stock_lengths_m[OPTICAL], catalog.step_m))
-    power_sw = table(at_switch, "power_w")
-    power_nic = table(at_nic, "power_w")
-    # copper ends: the switch end(s) at the cage speed, NIC legs at the NIC speed when catalogued
-    nic_end_w = np.where(power_nic >= 0, power_nic, power_sw)
-    cable_power = np.where(nl, power_sw[medium] + cable_legs * nic_end_w[medium], 2 * power_sw[medium])
-    cable_power = np.where(copper, cable_power, 0.0)
-    stock_values, stock_of_cable = _index(cable_length[first])
-    key = (kind[first] * len(parts) + part[first]) * len(stock_values) + stock_of_cable
-    keys, inverse = _index(key)
-    quantity = np.bincount(inverse, weights=pieces[first]).astype(np.int64)
-    unit_cable_w = np.zeros(len(keys))
-    unit_cable_w[inverse] = cable_power[first] / np.maximum(pieces[first], 1)
-    copper_ends_switch = copper_ends_server = 0.0
-    for j, k in enumerate(keys.tolist()):
-        s = k % len(stock_values)
-        p = (k // len(stock_values)) % len(parts)
-        t = k // len(stock_values) // len(parts)
-        w = float(unit_cable_w[j])
-        bom.append(BomLine("cable", parts[p], LINK_KINDS[t], "", float(stock_values[s]), int(quantity[j]),
-                           round(w, 3) if w else 0.0, round(w * int(quantity[j]), 3)))
-    copper_first = first[copper[first]]
-    if copper_first.size:
-        sw_ends = np.where(nl[copper_first], 1, 2) * power_sw[medium[copper_first]]
-        copper_ends_switch = float(sw_ends.sum())
-        copper_ends_server = float((cable_power[copper_first] - sw_ends).sum())
-
-    # transceivers: per tier, the switch-end modules (one per cage), then the NIC-end ones
-    switch_end_optics = server_end_optics = 0.0
-    nic_counts = np.bincount(medium[optical_rows & nl], minlength=M)
-    for t in range(len(LINK_KINDS)):
-        for m_i, m in enumerate(media):
-            c = int(switch_modules[t, m_i])
-            if c:
-                w = at_switch[m.key].power_w
-                switch_end_optics += w * c
-                bom.append(BomLine("transceiver", modules[sw_module[m_i]], LINK_KINDS[t], "switch", None, c, w,
-                                   round(w * c, 3)))
-        for m_i, m in enumerate(media):
-            c = int(nic_counts[m_i]) if t == 0 else 0
-            if c:
-                w = at_nic[m.key].power_w
-                server_end_optics += w * c
-                bom.append(BomLine("transceiver", modules[nic_module[m_i]], LINK_KINDS[t], "server", None, c, w,
-                                   round(w * c, 3)))
-
-    switch_end = switch_end_optics + copper_ends_switch
-    server_end = server_end_optics + copper_ends_server
+    switch_end = optics_switch_w + copper_switch_w
+    server_end = optics_server_w + copper_server_w
     includes = catalog.switch_power_includes_optics
     total = None if switches_w is None else switches_w + server_end + (0.0 if includes else switch_end)
     power = {
@@ -526,28 +687,16 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
         "switch_power_includes_optics": includes,
         "total": None if total is None else round(total, 3),
     }
-
-    cable_kind = kind[first]
-    tiers = []
-    link_counts = np.bincount(kind, minlength=len(LINK_KINDS))
-    for t in range(plan.tiers):
-        rows = kind == t
-        mids = np.bincount(medium[rows], minlength=M)
-        cables_t = first[cable_kind == t]
-        optics = sum(line.quantity for line in bom if line.category == "transceiver" and line.tier == LINK_KINDS[t])
-        tiers.append(TierCabling(
-            tier=LINK_KINDS[t], length_m=float(lengths[t]), links=int(link_counts[t]), cables=int(cables_t.size),
-            pieces=int(pieces[cables_t].sum()), media={media[i].key: int(c) for i, c in enumerate(mids) if c},
-            transceivers=int(optics)))
-
     return Cabling(
-        name=spec.name, order=order, a=a.astype(np.int32), b=b.astype(np.int32), a_port=a_port.astype(np.int32),
-        a_lane=a_lane.astype(np.int32), b_port=b_port.astype(np.int32), a_cage=a_cage.astype(np.int32),
-        b_cage=b_cage.astype(np.int32), kind=kind.astype(np.int8), gbps=gbps.astype(np.int32), cable=cable,
-        medium=medium, length_m=length, cable_length_m=cable_length, part=part.astype(np.int32),
-        pieces=pieces.astype(np.int32), a_module=a_module, b_module=b_module,
-        media=tuple(m.key for m in media), parts=tuple(parts), modules=tuple(modules), tiers=tuple(tiers),
-        bom=tuple(bom), power_w=power, warnings=tuple(warnings))
+        name=fabric.spec.name, order=rows.order, a=rows.a.astype(np.int32), b=rows.b.astype(np.int32),
+        a_port=rows.a_port.astype(np.int32), a_lane=rows.a_lane.astype(np.int32),
+        b_port=rows.b_port.astype(np.int32), a_cage=rows.a_cage.astype(np.int32),
+        b_cage=rows.b_cage.astype(np.int32), kind=rows.kind.astype(np.int8), gbps=rows.gbps.astype(np.int32),
+        cable=cables.cable, medium=medium, length_m=rows.length, cable_length_m=cable_length,
+        part=part.astype(np.int32), pieces=cables.pieces.astype(np.int32), a_module=a_module, b_module=b_module,
+        media=tuple(m.key for m in media), parts=tuple(part_names), modules=tuple(modules.names),
+        tiers=_tier_totals(fabric, rows, cables, medium, media, bom), bom=tuple(bom), power_w=power,
+        warnings=tuple(warnings))
 
 
 # --- files ------------------------------------------------------------------------------------------
