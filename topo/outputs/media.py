@@ -101,13 +101,31 @@ def _read_catalog(data: Any, where: str) -> MediaCatalog:
     if not isinstance(sources, Mapping):
         problems.append(f"{where}: sources must be a mapping of key: text")
         sources = {}
+    media = _read_media(data.get("media"), where, problems)
+    speeds = _read_speeds(data.get("speeds"), {m.key: m.kind for m in media}, sources, where, problems)
+    switches = {str(k): _read_cage(v, where, f"switches.{k}", problems)
+                for k, v in (data.get("switches") or {}).items()}
+    default_switch = _read_cage(data.get("default_switch"), where, "default_switch", problems)
+    nic = _read_cage(data.get("nic"), where, "nic", problems)
+    lengths, step = _read_stock(data.get("stock_lengths_m") or {}, where, problems)
+    includes = data.get("switch_power_includes_optics", False)
+    if not isinstance(includes, bool):
+        problems.append(f"{where}: switch_power_includes_optics must be true or false")
+    if problems:
+        raise CablingError(problems)
+    return MediaCatalog(
+        media=tuple(media), speeds=speeds, switches=switches, default_switch=default_switch, nic=nic,
+        switch_power_includes_optics=bool(includes), stock_lengths_m=lengths, step_m=float(step),
+        sources={str(k): " ".join(str(v).split()) for k, v in sources.items()})
 
-    media: list[Medium] = []
-    raw_media = data.get("media")
-    if not isinstance(raw_media, Mapping) or not raw_media:
+
+def _read_media(raw: Any, where: str, problems: list[str]) -> list[Medium]:
+    """The ``media`` section: each medium's kind, and what copper or optics needs besides."""
+    if not isinstance(raw, Mapping) or not raw:
         problems.append(f"{where}: media must be a non-empty mapping of medium: fields")
-        raw_media = {}
-    for key, fields in raw_media.items():
+        raw = {}
+    media: list[Medium] = []
+    for key, fields in raw.items():
         if not isinstance(fields, Mapping):
             problems.append(f"{where}: media.{key} must be a mapping")
             continue
@@ -127,14 +145,17 @@ def _read_catalog(data: Any, where: str) -> MediaCatalog:
         media.append(Medium(key=str(key), description=str(fields.get("description", key)), kind=kind,
                             label=str(fields.get("label", key)), max_legs=int(max_legs),
                             fibre=str(fields.get("fibre", ""))))
-    kinds = {m.key: m.kind for m in media}
+    return media
 
-    speeds: dict[str, dict[str, MediumAtSpeed]] = {}
-    raw_speeds = data.get("speeds")
-    if not isinstance(raw_speeds, Mapping) or not raw_speeds:
+
+def _read_speeds(raw: Any, kinds: Mapping[str, str], sources: Mapping, where: str,
+                 problems: list[str]) -> dict[str, dict[str, MediumAtSpeed]]:
+    """The ``speeds`` section: per module speed (``400`` or ``400/50``), what each medium offers."""
+    if not isinstance(raw, Mapping) or not raw:
         problems.append(f"{where}: speeds must be a non-empty mapping of speed: media")
-        raw_speeds = {}
-    for speed, entries in raw_speeds.items():
+        raw = {}
+    speeds: dict[str, dict[str, MediumAtSpeed]] = {}
+    for speed, entries in raw.items():
         speed = str(speed)
         parts = speed.split("/")
         if len(parts) > 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
@@ -152,50 +173,60 @@ def _read_catalog(data: Any, where: str) -> MediaCatalog:
             if not isinstance(fields, Mapping):
                 problems.append(f"{at} must be a mapping")
                 continue
-            unknown = set(fields) - _SPEED_FIELDS
-            if unknown:
-                problems.append(f"{at}: unknown fields {', '.join(sorted(unknown))}")
-            reach = fields.get("reach_m")
-            if isinstance(reach, bool) or not isinstance(reach, (int, float)) or reach <= 0:
-                problems.append(f"{at}.reach_m must be a length in metres, got {reach!r}")
-                continue
-            split = fields.get("split_reach_m", reach)
-            power = fields.get("power_w", 0)
-            if isinstance(power, bool) or not isinstance(power, (int, float)) or power < 0:
-                problems.append(f"{at}.power_w must be watts (0 or more), got {power!r}")
-                power = 0
-            ports = fields.get("optical_ports", 1)
-            transceiver = fields.get("transceiver")
-            if kinds[key] == OPTICAL:
-                if not transceiver:
-                    problems.append(f"{at}: an optical medium needs a transceiver name")
-                if not isinstance(ports, int) or ports < 1 or int(parts[0]) % ports:
-                    problems.append(f"{at}.optical_ports must be a whole number dividing {parts[0]}")
-                    ports = 1
-            for name in ("reach_source", "power_source"):
-                source = fields.get(name, ESTIMATE)
-                if source != ESTIMATE and source not in sources:
-                    problems.append(f"{at}.{name}: no source {source!r} in sources")
-            speeds[speed][str(key)] = MediumAtSpeed(
-                reach_m=float(reach), split_reach_m=float(split),
-                transceiver=str(transceiver) if transceiver else None, optical_ports=int(ports),
-                power_w=float(power), reach_source=str(fields.get("reach_source", ESTIMATE)),
-                power_source=str(fields.get("power_source", ESTIMATE)))
+            entry = _read_medium_at_speed(fields, kinds[key], int(parts[0]), sources, at, problems)
+            if entry is not None:
+                speeds[speed][str(key)] = entry
+    return speeds
 
-    def cage(value: Any, at: str) -> Cage:
-        if not isinstance(value, Mapping) or not value.get("form_factor"):
-            problems.append(f"{where}: {at} needs a form_factor")
-            return Cage("?")
-        per = value.get("ports_per_cage", 1)
-        if not isinstance(per, int) or per < 1:
-            problems.append(f"{where}: {at}.ports_per_cage must be a whole number, 1 or more")
-            per = 1
-        return Cage(str(value["form_factor"]), per)
 
-    switches = {str(k): cage(v, f"switches.{k}") for k, v in (data.get("switches") or {}).items()}
-    default_switch = cage(data.get("default_switch"), "default_switch")
-    nic = cage(data.get("nic"), "nic")
-    stock = data.get("stock_lengths_m") or {}
+def _read_medium_at_speed(fields: Mapping, kind: str, gbps: int, sources: Mapping, at: str,
+                          problems: list[str]) -> MediumAtSpeed | None:
+    """One medium at one speed: reach, power, transceiver and optical ports, and their sources."""
+    unknown = set(fields) - _SPEED_FIELDS
+    if unknown:
+        problems.append(f"{at}: unknown fields {', '.join(sorted(unknown))}")
+    reach = fields.get("reach_m")
+    if isinstance(reach, bool) or not isinstance(reach, (int, float)) or reach <= 0:
+        problems.append(f"{at}.reach_m must be a length in metres, got {reach!r}")
+        return None
+    split = fields.get("split_reach_m", reach)
+    power = fields.get("power_w", 0)
+    if isinstance(power, bool) or not isinstance(power, (int, float)) or power < 0:
+        problems.append(f"{at}.power_w must be watts (0 or more), got {power!r}")
+        power = 0
+    ports = fields.get("optical_ports", 1)
+    transceiver = fields.get("transceiver")
+    if kind == OPTICAL:
+        if not transceiver:
+            problems.append(f"{at}: an optical medium needs a transceiver name")
+        if not isinstance(ports, int) or ports < 1 or gbps % ports:
+            problems.append(f"{at}.optical_ports must be a whole number dividing {gbps}")
+            ports = 1
+    for name in ("reach_source", "power_source"):
+        source = fields.get(name, ESTIMATE)
+        if source != ESTIMATE and source not in sources:
+            problems.append(f"{at}.{name}: no source {source!r} in sources")
+    return MediumAtSpeed(
+        reach_m=float(reach), split_reach_m=float(split),
+        transceiver=str(transceiver) if transceiver else None, optical_ports=int(ports),
+        power_w=float(power), reach_source=str(fields.get("reach_source", ESTIMATE)),
+        power_source=str(fields.get("power_source", ESTIMATE)))
+
+
+def _read_cage(value: Any, where: str, at: str, problems: list[str]) -> Cage:
+    """A switch model's or the NIC's cage: its form factor and the fabric ports it holds."""
+    if not isinstance(value, Mapping) or not value.get("form_factor"):
+        problems.append(f"{where}: {at} needs a form_factor")
+        return Cage("?")
+    per = value.get("ports_per_cage", 1)
+    if not isinstance(per, int) or per < 1:
+        problems.append(f"{where}: {at}.ports_per_cage must be a whole number, 1 or more")
+        per = 1
+    return Cage(str(value["form_factor"]), per)
+
+
+def _read_stock(stock: Any, where: str, problems: list[str]) -> tuple[dict[str, tuple[float, ...]], float]:
+    """The stock cable lengths of copper and optics, and the step beyond the longest."""
     lengths: dict[str, tuple[float, ...]] = {}
     for kind in (COPPER, OPTICAL):
         values = stock.get(kind, [])
@@ -207,15 +238,7 @@ def _read_catalog(data: Any, where: str) -> MediaCatalog:
     if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
         problems.append(f"{where}: stock_lengths_m.step_m must be a length in metres")
         step = 50
-    includes = data.get("switch_power_includes_optics", False)
-    if not isinstance(includes, bool):
-        problems.append(f"{where}: switch_power_includes_optics must be true or false")
-    if problems:
-        raise CablingError(problems)
-    return MediaCatalog(
-        media=tuple(media), speeds=speeds, switches=switches, default_switch=default_switch, nic=nic,
-        switch_power_includes_optics=bool(includes), stock_lengths_m=lengths, step_m=float(step),
-        sources={str(k): " ".join(str(v).split()) for k, v in sources.items()})
+    return lengths, step
 
 
 @lru_cache(maxsize=1)
