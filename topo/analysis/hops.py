@@ -188,65 +188,19 @@ def hop_counts(fabric: Fabric, faults: Faults | None = None) -> HopCounts:
     faults = faults or no_faults(fabric)
     plan, spec = fabric.plan, fabric.spec
     ud = updown(fabric, faults)
-    nics, gpus = spec.nics_per_node, spec.gpus_per_node
     per_nic = gpus_per_nic(fabric)
     nic_leaf, nic_live = nic_table(fabric, faults)
-
-    # GPUs on live NICs, per leaf and NIC index
-    w = np.zeros((plan.leaves, nics), dtype=np.int64)
-    np.add.at(w, (nic_leaf, np.broadcast_to(np.arange(nics), nic_leaf.shape)), per_nic * nic_live)
+    w = _gpus_per_leaf_nic(fabric, per_nic, nic_leaf, nic_live)
     leaf_class, reps = _leaf_classes(ud)
-    classes = reps.size
-    wc = np.zeros((classes, nics), dtype=np.int64)
+    wc = np.zeros((reps.size, spec.nics_per_node), dtype=np.int64)
     np.add.at(wc, leaf_class, w)
-    big_w = w.sum(axis=1)
-    big_wc = wc.sum(axis=1)
-
     # [total, same-rail] pairs per leaf distance 0, 2, 4 and UNREACHABLE (index 3)
     counts = np.zeros((4, 2), dtype=np.int64)
-    slot = {0: 0, 2: 1, 4: 2, UNREACHABLE: 3}
-
-    # inside one leaf: distance 0
-    counts[0] += [int(_pairs(big_w).sum()), int(_pairs(w).sum())]
-
-    # two different leaves of one class: 2 links when the class has a live spine
-    class_has_spine = (ud.leaf_bits[reps] != 0).any(axis=1)
-    leaf_sq = np.zeros((classes, 2), dtype=np.int64)
-    np.add.at(leaf_sq, leaf_class, np.stack([big_w**2, (w**2).sum(axis=1)], axis=1))
-    within_total = (big_wc**2 - leaf_sq[:, 0]) // 2
-    within_same = ((wc**2).sum(axis=1) - leaf_sq[:, 1]) // 2
-    for has, where in ((True, 1), (False, 3)):
-        pick = class_has_spine == has
-        counts[where] += [int(within_total[pick].sum()), int(within_same[pick].sum())]
-
-    # two leaves of different classes, in blocks of class rows (each unordered pair once: c < c')
-    rows_per_block = max(1, BLOCK_ELEMENTS // max(classes, 1))
-    for start in range(0, classes, rows_per_block):
-        stop = min(classes, start + rows_per_block)
-        a = np.arange(start, stop)
-        dist = ud.leaf_distance(reps[a][:, None], reps[None, :])
-        upper = a[:, None] < np.arange(classes)[None, :]
-        total = big_wc[a][:, None] * big_wc[None, :]
-        same = wc[a] @ wc.T
-        for value in (2, 4, UNREACHABLE):
-            mask = upper & (dist == value)
-            counts[slot[value]] += [int(total[mask].sum()), int(same[mask].sum())]
-
-    # subtract the pairs of GPUs of one node (they use NVLink): per node and pair of NIC indices
-    i, j = np.triu_indices(nics)
-    weight = np.where(i == j, _pairs(per_nic[i]), per_nic[i] * per_nic[j])
-    keep = weight > 0
-    i, j, weight = i[keep], j[keep], weight[keep]
-    nodes_per_block = max(1, BLOCK_ELEMENTS // max(i.size, 1))
-    for start in range(0, plan.nodes, nodes_per_block):
-        leaf, live = nic_leaf[start:start + nodes_per_block], nic_live[start:start + nodes_per_block]
-        dist = ud.leaf_distance(leaf[:, i], leaf[:, j])
-        both = live[:, i] & live[:, j]
-        for value, where in slot.items():
-            mask = both & (dist == value)
-            total = int((mask * weight).sum())
-            same = int((mask * np.where(i == j, weight, 0)).sum())
-            counts[where] -= [total, same]
+    counts[0] += [int(_pairs(w.sum(axis=1)).sum()), int(_pairs(w).sum())]  # inside one leaf
+    counts += _pairs_within_classes(ud, w, wc, leaf_class, reps)
+    counts += _pairs_between_classes(ud, wc, reps)
+    counts -= _pairs_inside_nodes(ud, per_nic, nic_leaf, nic_live)
+    gpus = spec.gpus_per_node
 
     # all pairs on different nodes, and the same-rail ones, whatever the faults
     gpus_total = plan.nodes * gpus
@@ -255,7 +209,7 @@ def hop_counts(fabric: Fabric, faults: Faults | None = None) -> HopCounts:
 
     rows = []
     for links in range(2, 2 * plan.tiers + 1, 2):
-        total, same = (int(x) for x in counts[slot[links - 2]])
+        total, same = (int(x) for x in counts[_SLOT[links - 2]])
         rows.append(HopRow(links, links - 1, total, same, total - same))
     reachable = sum(row.pairs for row in rows)
     reachable_same = sum(row.same_rail_pairs for row in rows)
@@ -279,3 +233,75 @@ def hop_counts(fabric: Fabric, faults: Faults | None = None) -> HopCounts:
         diameter_links=diameter, diameter_switch_hops=diameter_hops, mean_links=mean,
         mean_switch_hops=mean_hops,
     )
+
+
+#: Row of the [total, same-rail] pair counts by leaf distance.
+_SLOT = {0: 0, 2: 1, 4: 2, UNREACHABLE: 3}
+
+
+def _gpus_per_leaf_nic(fabric: Fabric, per_nic: np.ndarray, nic_leaf: np.ndarray,
+                       nic_live: np.ndarray) -> np.ndarray:
+    """``w[l, i]``: GPUs on live NICs of index ``i`` on leaf ``l``."""
+    nics = fabric.spec.nics_per_node
+    w = np.zeros((fabric.plan.leaves, nics), dtype=np.int64)
+    np.add.at(w, (nic_leaf, np.broadcast_to(np.arange(nics), nic_leaf.shape)), per_nic * nic_live)
+    return w
+
+
+def _pairs_within_classes(ud: UpDown, w: np.ndarray, wc: np.ndarray, leaf_class: np.ndarray,
+                          reps: np.ndarray) -> np.ndarray:
+    """Pairs on two different leaves of one class: 2 links when the class has a live spine,
+    unreachable when it has none."""
+    counts = np.zeros((4, 2), dtype=np.int64)
+    big_w, big_wc = w.sum(axis=1), wc.sum(axis=1)
+    class_has_spine = (ud.leaf_bits[reps] != 0).any(axis=1)
+    leaf_sq = np.zeros((reps.size, 2), dtype=np.int64)
+    np.add.at(leaf_sq, leaf_class, np.stack([big_w**2, (w**2).sum(axis=1)], axis=1))
+    within_total = (big_wc**2 - leaf_sq[:, 0]) // 2
+    within_same = ((wc**2).sum(axis=1) - leaf_sq[:, 1]) // 2
+    for has, where in ((True, _SLOT[2]), (False, _SLOT[UNREACHABLE])):
+        pick = class_has_spine == has
+        counts[where] += [int(within_total[pick].sum()), int(within_same[pick].sum())]
+    return counts
+
+
+def _pairs_between_classes(ud: UpDown, wc: np.ndarray, reps: np.ndarray) -> np.ndarray:
+    """Pairs on two leaves of different classes by the classes' distance, in blocks of class rows
+    (each unordered pair of classes once: c < c')."""
+    counts = np.zeros((4, 2), dtype=np.int64)
+    classes = reps.size
+    big_wc = wc.sum(axis=1)
+    rows_per_block = max(1, BLOCK_ELEMENTS // max(classes, 1))
+    for start in range(0, classes, rows_per_block):
+        stop = min(classes, start + rows_per_block)
+        a = np.arange(start, stop)
+        dist = ud.leaf_distance(reps[a][:, None], reps[None, :])
+        upper = a[:, None] < np.arange(classes)[None, :]
+        total = big_wc[a][:, None] * big_wc[None, :]
+        same = wc[a] @ wc.T
+        for value in (2, 4, UNREACHABLE):
+            mask = upper & (dist == value)
+            counts[_SLOT[value]] += [int(total[mask].sum()), int(same[mask].sum())]
+    return counts
+
+
+def _pairs_inside_nodes(ud: UpDown, per_nic: np.ndarray, nic_leaf: np.ndarray, nic_live: np.ndarray) -> np.ndarray:
+    """The pairs of GPUs of one node that the leaf counts include (they use NVLink, not the
+    fabric), by the distance between their NICs' leaves: per node and pair of NIC indices."""
+    counts = np.zeros((4, 2), dtype=np.int64)
+    i, j = np.triu_indices(per_nic.size)
+    weight = np.where(i == j, _pairs(per_nic[i]), per_nic[i] * per_nic[j])
+    keep = weight > 0
+    i, j, weight = i[keep], j[keep], weight[keep]
+    nodes = nic_leaf.shape[0]
+    nodes_per_block = max(1, BLOCK_ELEMENTS // max(i.size, 1))
+    for start in range(0, nodes, nodes_per_block):
+        leaf, live = nic_leaf[start:start + nodes_per_block], nic_live[start:start + nodes_per_block]
+        dist = ud.leaf_distance(leaf[:, i], leaf[:, j])
+        both = live[:, i] & live[:, j]
+        for value, where in _SLOT.items():
+            mask = both & (dist == value)
+            total = int((mask * weight).sum())
+            same = int((mask * np.where(i == j, weight, 0)).sum())
+            counts[where] += [total, same]
+    return counts
