@@ -236,17 +236,52 @@ def _width(count: int, least: int) -> int:
 def placement_facts(fabric: Fabric) -> dict[str, Any]:
     """Everything the placement templates print, as plain data (documented in docs/placement.md)."""
     spec, plan = fabric.spec, fabric.plan
-    names = fabric.names
     n, gpus = plan.nodes, spec.gpus_per_node
+    rail = plan.placement == "rail"
     order = placement_order(fabric)
-    node_su = fabric.su[:n]
-    node_pod = fabric.pod[:n]
+    units, starts, ends = _units(fabric, order)
+    pods = _pods(fabric, units)
+    top = _top(fabric, pods or units)
+    sizes = [u["node_count"] for u in units]
+    base = max(sizes)
+    hosts = [{"name": fabric.names[v], "ranks": [(k * gpus + r, r) for r in range(gpus)]}
+             for k, v in enumerate(order.tolist())]
+    for unit, start, end in zip(units, starts.tolist(), ends.tolist()):
+        unit["hosts"] = hosts[start:end]
+    edges, crossing = ring_edges(fabric, order)
+    return {
+        "version": __version__,
+        "name": spec.name,
+        "tiers": plan.tiers,
+        "placement": plan.placement,
+        "unit_term": "scalable unit" if rail else "leaf",
+        "gpus": n * gpus,
+        "node_count": n,
+        "gpus_per_node": gpus,
+        "nics_per_node": spec.nics_per_node,
+        "gpu_nics": gpu_nics(fabric),
+        "su_nodes": plan.su_nodes,
+        "hosts": hosts,
+        "units": units,
+        "pods": pods,
+        "pod_level": plan.tiers == 3 and bool(pods),
+        "top": top,
+        "tree": _tree(units, pods, top, rail),
+        "block_sizes": block_sizes(sizes),
+        "partial_units": [u["name"] for u in units if u["node_count"] < base],
+        "ring": {"edges": edges, "crossing": crossing, "leaf_local": edges - crossing},
+    }
+
+
+def _units(fabric: Fabric, order: np.ndarray) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+    """The scalable units (rack placement: the leaves) in placement order with their nodes and
+    leaves, and where each one's nodes start and end in ``order``."""
+    spec, plan, names = fabric.spec, fabric.plan, fabric.names
+    rail = plan.placement == "rail"
+    node_pod = fabric.pod[:plan.nodes]
     leaf0 = fabric.first(1)
     leaf_su = fabric.su[leaf0:leaf0 + plan.leaves]
-    rail = plan.placement == "rail"
-
-    # scalable units (rack placement: leaves) in placement order, with their nodes and leaves
-    su_in_order = node_su[order]
+    su_in_order = fabric.su[:plan.nodes][order]
     starts = np.flatnonzero(np.r_[True, su_in_order[1:] != su_in_order[:-1]])
     ends = np.r_[starts[1:], order.size]
     ws = _width(plan.sus, 2)
@@ -269,14 +304,19 @@ def placement_facts(fabric: Fabric) -> dict[str, Any]:
             "about": (f"{name}: {_count(len(hosts), 'node')} on rail leaves {leaf_list}" if rail
                       else f"leaf {name}: {_count(len(hosts), 'node')}"),
         })
+    return units, starts, ends
 
-    # pods: only when every SU's leaves lie in one pod (else an SU would need two parents)
-    tiers = plan.tiers
-    spine0, core0 = fabric.first(2), fabric.first(3)
+
+def _pods(fabric: Fabric, units: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods of a three-tier fabric with their units and spines; none when some unit's leaves
+    lie in two pods (the unit would need two parents in the tree)."""
+    spec, plan, names = fabric.spec, fabric.plan, fabric.names
+    leaf0, spine0, core0 = fabric.first(1), fabric.first(2), fabric.first(3)
+    leaf_su = fabric.su[leaf0:leaf0 + plan.leaves]
     leaf_pod = fabric.pod[leaf0:leaf0 + plan.leaves]
     units_in_one_pod = all(len(set(leaf_pod[leaf_su == u["index"]].tolist())) == 1 for u in units)
     pods: list[dict[str, Any]] = []
-    if tiers == 3 and units_in_one_pod:
+    if plan.tiers == 3 and units_in_one_pod:
         wp = _width(plan.pods, 2)
         spine_pod = fabric.pod[spine0:core0]
         for p in sorted({u["pod"] for u in units}):
@@ -290,60 +330,39 @@ def placement_facts(fabric: Fabric) -> dict[str, Any]:
                 "spines": _span(spines),
                 "spine_count": len(spines),
             })
-    if tiers == 2:
-        top_switches = [names[i] for i in range(spine0, core0)]
-        top_name, top_role = f"{spec.name}-spines", "spines"
+    return pods
+
+
+def _top(fabric: Fabric, children: list[dict[str, Any]]) -> dict[str, Any]:
+    """The root of the tree: the spines (two tiers) or the cores (three), above ``children``."""
+    spec, names = fabric.spec, fabric.names
+    spine0, core0 = fabric.first(2), fabric.first(3)
+    if fabric.plan.tiers == 2:
+        switches = [names[i] for i in range(spine0, core0)]
+        name, role = f"{spec.name}-spines", "spines"
     else:
-        top_switches = [names[i] for i in range(core0, len(names))]
-        top_name, top_role = f"{spec.name}-cores", "cores"
-    children = pods if pods else units
-    top = {
-        "name": top_name,
-        "role": top_role,
+        switches = [names[i] for i in range(core0, len(names))]
+        name, role = f"{spec.name}-cores", "cores"
+    return {
+        "name": name,
+        "role": role,
         "children": compress_hostlist(c["name"] for c in children),
         "child_count": len(children),
-        "switches": _span(top_switches),
-        "switch_count": len(top_switches),
+        "switches": _span(switches),
+        "switch_count": len(switches),
     }
 
-    # the tree, leaves first: one entry per SU, then pods, then the top
+
+def _tree(units: list[dict[str, Any]], pods: list[dict[str, Any]], top: dict[str, Any],
+          rail: bool) -> list[dict[str, Any]]:
+    """The tree, leaves first: one entry per unit, then the pods, then the top."""
     tree = [{"name": u["name"], "nodes": u["nodes"], "switches": None,
              "about": f"{u['name']}: rail leaves {u['leaves']}" if rail else ""} for u in units]
     tree += [{"name": p["name"], "nodes": None, "switches": p["units"],
               "about": f"{p['name']}: {_count(p['spine_count'], 'spine')}, {p['spines']}"} for p in pods]
     tree.append({"name": top["name"], "nodes": None, "switches": top["children"],
-                 "about": f"{top['name']}: {_count(top['switch_count'], top_role[:-1])}, {top['switches']}"})
-
-    sizes = [u["node_count"] for u in units]
-    base = max(sizes)
-    nics = gpu_nics(fabric)
-    hosts = [{"name": names[v], "ranks": [(k * gpus + r, r) for r in range(gpus)]}
-             for k, v in enumerate(order.tolist())]
-    for unit, start, end in zip(units, starts.tolist(), ends.tolist()):
-        unit["hosts"] = hosts[start:end]
-    edges, crossing = ring_edges(fabric, order)
-    return {
-        "version": __version__,
-        "name": spec.name,
-        "tiers": tiers,
-        "placement": plan.placement,
-        "unit_term": "scalable unit" if rail else "leaf",
-        "gpus": n * gpus,
-        "node_count": n,
-        "gpus_per_node": gpus,
-        "nics_per_node": spec.nics_per_node,
-        "gpu_nics": nics,
-        "su_nodes": plan.su_nodes,
-        "hosts": hosts,
-        "units": units,
-        "pods": pods,
-        "pod_level": tiers == 3 and bool(pods),
-        "top": top,
-        "tree": tree,
-        "block_sizes": block_sizes(sizes),
-        "partial_units": [u["name"] for u in units if u["node_count"] < base],
-        "ring": {"edges": edges, "crossing": crossing, "leaf_local": edges - crossing},
-    }
+                 "about": f"{top['name']}: {_count(top['switch_count'], top['role'][:-1])}, {top['switches']}"})
+    return tree
 
 
 def placement_files(fabric: Fabric, env: jinja2.Environment | None = None) -> dict[str, str]:
