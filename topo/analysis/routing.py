@@ -261,11 +261,10 @@ def route(
         raise ValueError(f"routing mode {mode!r} is not one of {ROUTING_MODES}")
     faults = faults or no_faults(fabric)
     ud = ud or updown(fabric, faults)
-    plan, links = fabric.plan, fabric.links
+    links = fabric.links
     live = faults.live
     tables = port_tables(fabric)
-    leaf0, spine0, core0 = fabric.first(1), fabric.first(2), fabric.first(3)
-    sp, lp = plan.spines_per_pod, plan.leaves_per_pod
+    leaf0 = fabric.first(1)
 
     src = np.repeat(np.asarray(src_nic, dtype=np.int64), qps)
     dst = np.repeat(np.asarray(dst_nic, dtype=np.int64), qps)
@@ -304,7 +303,7 @@ def _adaptive(fabric, out, dist, a, b, tables, live, capacity, ud):
     gbps = np.where(live, links.gbps, 0).astype(np.float64)
     lp, sp = plan.leaves_per_pod, plan.spines_per_pod
     names = fabric.names
-    leaf0, spine0 = fabric.first(1), fabric.first(2)
+    leaf0 = fabric.first(1)
     # pools: leaf uplinks (L), spine links down to a leaf (L), pod spine uplinks (pods), core->pod (pods)
     up_cap = np.where(tables.leaf_up >= 0, gbps[np.maximum(tables.leaf_up, 0)], 0).sum(axis=1)
     sd = tables.spine_down  # (S, lp, p)

@@ -274,7 +274,7 @@ def full_dot(fabric: Fabric) -> str:
     Each vertex carries ``role`` and ``tier``; each link ``kind`` and ``bandwidth_gbps``, in link
     row order (parallel links are separate edges). Lower tiers are drawn at the bottom.
     """
-    names, links, tier = fabric.names, fabric.links, fabric.tier
+    names, links = fabric.names, fabric.links
     tiers = fabric.plan.tiers
     q = [dot_id(n) for n in names]
     out = [
