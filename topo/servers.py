@@ -368,6 +368,47 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
         One line per problem, each naming the profile, the field and the value.
     """
     r = _Reader(f"server profile {name!r}" + ("" if source == "shipped" else f" ({source})"))
+    top, description, socket_ifname = _read_top_level(r, name, data)
+    # first pass: read every entry; GPU dev and NIC name/rail need the whole server
+    rows = _read_rows(r, top)
+    _check_busids(r, rows)
+    _check_gpu_nic_counts(r, len(rows.gpus), len(rows.nics))
+    devs = _assign_gpu_devs(r, rows.gpus)
+    gpus = _build_gpus(r, rows.gpus, devs)
+    rails = _assign_nic_rails(r, rows.switches, devs, len(rows.nics))
+    nics = _build_nics(r, rows.nics, rails)
+    switches = _build_switches(r, rows.switches, gpus, nics)
+    cpus = _read_cpus(r, rows.cpus, switches)
+    if r.problems:
+        raise SpecError(r.problems)
+    return ServerProfile(name=name, description=description, cpus=tuple(cpus),
+                         socket_ifname=socket_ifname, source=source)
+
+
+@dataclass
+class _Rows:
+    """A profile's entries in file order, not yet checked (the ``gpu``/``nic``/``switch`` defaults merged in).
+
+    Attributes
+    ----------
+    gpus, nics : list of (field, values)
+    switches : list of (field, values, GPU row indices, NIC row indices)
+    cpus : list of (field, values, switch row indices)
+    """
+
+    gpus: list[tuple[str, dict]]
+    nics: list[tuple[str, dict]]
+    switches: list[tuple[str, dict, list[int], list[int]]]
+    cpus: list[tuple[str, dict, list[int]]]
+
+
+def _read_top_level(r: _Reader, name: str, data: Any) -> tuple[dict[str, Any], str, str | None]:
+    """Check the profile's name, that it is a mapping, its description and socket_ifname.
+
+    Returns
+    -------
+    (top-level mapping, description, socket_ifname)
+    """
     if not _NAME_RE.fullmatch(name):
         r.bad("name", f"{name!r} must be lower-case letters, digits, '.', '_' or '-' (it names files)")
     top = r.mapping(data, "profile", _PROFILE_KEYS)
@@ -380,20 +421,19 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
     socket_ifname = top.get("socket_ifname")
     if socket_ifname is not None:
         socket_ifname = r.text(socket_ifname, "socket_ifname", re.compile(r"[=^]?[A-Za-z0-9_.,:=-]{1,100}"))
+    return top, description, socket_ifname
+
+
+def _read_rows(r: _Reader, top: dict[str, Any]) -> _Rows:
+    """Read the raw cpus, switches, GPUs and NICs from the nested mapping into flat rows."""
     gpu_d = r.mapping(top.get("gpu"), "gpu", _GPU_KEYS[1:])
     nic_d = r.mapping(top.get("nic"), "nic", _NIC_KEYS[1:])
     sw_d = r.mapping(top.get("switch"), "switch", _SWITCH_KEYS[1:-2])
-
     cpus_raw = top.get("cpus")
     if not isinstance(cpus_raw, list) or not cpus_raw:
         r.bad("cpus", f"expected a list with one entry per NUMA node, got {cpus_raw!r}")
         cpus_raw = []
-
-    # first pass: read every entry; GPU dev and NIC name/rail need the whole server
-    gpu_rows: list[tuple[str, dict]] = []  # (field, merged values)
-    nic_rows: list[tuple[str, dict]] = []
-    switch_rows: list[tuple[str, dict, list[int], list[int]]] = []  # field, values, gpu idx, nic idx
-    cpu_rows: list[tuple[str, dict, list[int]]] = []
+    rows = _Rows(gpus=[], nics=[], switches=[], cpus=[])
     for i, c in enumerate(cpus_raw):
         cf = f"cpus[{i}]"
         c = r.mapping(c, cf, _CPU_KEYS)
@@ -401,31 +441,42 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
         if not isinstance(switches_raw, list) or not switches_raw:
             r.bad(f"{cf}.switches", f"expected a list of PCIe switches, got {switches_raw!r}")
             switches_raw = []
-        sw_idx = []
-        for j, s in enumerate(switches_raw):
-            sf = f"{cf}.switches[{j}]"
-            s = r.mapping(s, sf, _SWITCH_KEYS)
-            merged = {**sw_d, **{k: v for k, v in s.items() if k not in ("gpus", "nics")}}
-            g_idx, n_idx = [], []
-            for kind, rows, keys, defaults, out in (("gpus", gpu_rows, _GPU_KEYS, gpu_d, g_idx),
-                                                    ("nics", nic_rows, _NIC_KEYS, nic_d, n_idx)):
-                items = s.get(kind)
-                if not isinstance(items, list) or not items:
-                    r.bad(f"{sf}.{kind}", f"expected a list of bus ids (each switch pairs GPUs with "
-                                          f"their NICs), got {items!r}")
-                    continue
-                for k, item in enumerate(items):
-                    f = f"{sf}.{kind}[{k}]"
-                    entry = {"busid": item} if not isinstance(item, Mapping) else r.mapping(item, f, keys)
-                    out.append(len(rows))
-                    rows.append((f, {**defaults, **entry}))
-            sw_idx.append(len(switch_rows))
-            switch_rows.append((sf, merged, g_idx, n_idx))
-        cpu_rows.append((cf, c, sw_idx))
+        sw_idx = [_read_switch_row(r, f"{cf}.switches[{j}]", s, rows, sw_d, gpu_d, nic_d)
+                  for j, s in enumerate(switches_raw)]
+        rows.cpus.append((cf, c, sw_idx))
+    return rows
 
-    # bus ids: well-formed and unique
+
+def _read_switch_row(r: _Reader, sf: str, s: Any, rows: _Rows, sw_d: dict, gpu_d: dict, nic_d: dict) -> int:
+    """Add one switch entry and the GPU and NIC entries under it to ``rows``; return the switch's index."""
+    s = r.mapping(s, sf, _SWITCH_KEYS)
+    merged = {**sw_d, **{k: v for k, v in s.items() if k not in ("gpus", "nics")}}
+    g_idx = _read_device_rows(r, f"{sf}.gpus", s.get("gpus"), rows.gpus, _GPU_KEYS, gpu_d)
+    n_idx = _read_device_rows(r, f"{sf}.nics", s.get("nics"), rows.nics, _NIC_KEYS, nic_d)
+    rows.switches.append((sf, merged, g_idx, n_idx))
+    return len(rows.switches) - 1
+
+
+def _read_device_rows(r: _Reader, field: str, items: Any, rows: list[tuple[str, dict]],
+                      keys: tuple[str, ...], defaults: dict) -> list[int]:
+    """Add a switch's GPU or NIC entries (bus ids or mappings) to ``rows``; return their row indices."""
+    if not isinstance(items, list) or not items:
+        r.bad(field, f"expected a list of bus ids (each switch pairs GPUs with their NICs), "
+                     f"got {items!r}")
+        return []
+    indices = []
+    for k, item in enumerate(items):
+        f = f"{field}[{k}]"
+        entry = {"busid": item} if not isinstance(item, Mapping) else r.mapping(item, f, keys)
+        indices.append(len(rows))
+        rows.append((f, {**defaults, **entry}))
+    return indices
+
+
+def _check_busids(r: _Reader, rows: _Rows) -> None:
+    """Check that every switch, GPU and NIC bus id is well-formed and unique (stores the checked value)."""
     seen: dict[str, str] = {}
-    entries = [(f"{f}.busid", v) for f, v, *_ in switch_rows] + gpu_rows + nic_rows
+    entries = [(f"{f}.busid", v) for f, v, *_ in rows.switches] + rows.gpus + rows.nics
     for f, values in entries:
         values["busid"] = r.busid(values.get("busid"), f)
         if values["busid"] in seen:
@@ -433,12 +484,17 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
         else:
             seen[values["busid"]] = f
 
-    n_gpus, n_nics = len(gpu_rows), len(nic_rows)
+
+def _check_gpu_nic_counts(r: _Reader, n_gpus: int, n_nics: int) -> None:
+    """Check that the GPU count divides the NIC count or the other way round."""
     if n_gpus and n_nics and n_gpus % n_nics and n_nics % n_gpus:
         r.bad("cpus", f"{n_gpus} GPUs and {n_nics} NICs: one must divide the other so that every GPU "
                       f"has the same share of NICs")
 
-    # GPU dev: given, or position in bus-id order (NVML's order)
+
+def _assign_gpu_devs(r: _Reader, gpu_rows: list[tuple[str, dict]]) -> list[int]:
+    """Each GPU's ``dev``: given, or its position in bus-id order (NVML's order); all 0 to n-1, each once."""
+    n_gpus = len(gpu_rows)
     by_bus = sorted(range(n_gpus), key=lambda i: gpu_rows[i][1]["busid"])
     devs = [0] * n_gpus
     for order, i in enumerate(by_bus):
@@ -446,7 +502,11 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
         devs[i] = r.integer(v.get("dev"), f"{f}.dev", 0, max(n_gpus - 1, 0), default=order)
     if sorted(devs) != list(range(n_gpus)) and n_gpus:
         r.bad("gpus", f"GPU dev values {sorted(devs)} must be 0 to {n_gpus - 1}, each once")
+    return devs
 
+
+def _build_gpus(r: _Reader, gpu_rows: list[tuple[str, dict]], devs: list[int]) -> list[Gpu]:
+    """The Gpu objects, in row order, with their sm, gdr, NVLinks and PCIe link checked."""
     gpus: list[Gpu] = []
     for i, (f, v) in enumerate(gpu_rows):
         sm = v.get("sm")
@@ -458,27 +518,51 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
             link_speed=r.link_speed(v.get("link_speed"), f"{f}.link_speed"),
             link_width=r.integer(v.get("link_width"), f"{f}.link_width", 1, 32),
         ))
+    return gpus
 
-    # NIC rail: from the GPUs of its switch; name: given or mlx5_<bus-id order>
+
+def _assign_nic_rails(r: _Reader, switch_rows: list[tuple[str, dict, list[int], list[int]]], devs: list[int],
+                      n_nics: int) -> list[int | None]:
+    """Each NIC's rail, from the GPUs under the same PCIe switch; None where it cannot be decided.
+
+    Rails are only decided when the counts fit and the GPU ``dev`` values are 0 to n-1.
+    """
+    n_gpus = len(devs)
     rails: list[int | None] = [None] * n_nics
     if n_gpus and n_nics and not (n_gpus % n_nics and n_nics % n_gpus) and sorted(devs) == list(range(n_gpus)):
         for sf, _, g_idx, n_idx in switch_rows:
             if not g_idx or not n_idx:
                 continue
-            want = sorted({rail for i in g_idx for rail in rails_of_gpu(devs[i], n_gpus, n_nics)})
-            owners = {i for rail in want for i in range(n_gpus)
-                      if rail in rails_of_gpu(devs[i], n_gpus, n_nics)}
-            here = {i for i in g_idx}
-            if owners != here or len(want) != len(n_idx):
-                names = ", ".join(f"GPU {devs[i]}" for i in sorted(g_idx, key=lambda i: devs[i]))
-                others = sorted(devs[i] for i in owners - here)
-                share = f"; GPU {', '.join(map(str, others))} use the same NIC and must be under this switch too" \
-                    if others else ""
-                r.bad(sf, f"holds {names} and {len(n_idx)} NIC(s), but in a {n_gpus}-GPU {n_nics}-NIC "
-                          f"server they use {len(want)} NIC(s) (rail {', '.join(map(str, want))}){share}")
-                continue
-            for rail, i in zip(want, n_idx):
+            for rail, i in zip(_switch_rails(r, sf, g_idx, n_idx, devs, n_nics), n_idx):
                 rails[i] = rail
+    return rails
+
+
+def _switch_rails(r: _Reader, sf: str, g_idx: list[int], n_idx: list[int], devs: list[int],
+                  n_nics: int) -> list[int]:
+    """The rails of one switch's NICs: those its GPUs use, if no other GPU uses them and the NIC count fits.
+
+    Returns ``[]`` (after reporting the problem) when the switch does not pair its GPUs with their NICs.
+    """
+    n_gpus = len(devs)
+    want = sorted({rail for i in g_idx for rail in rails_of_gpu(devs[i], n_gpus, n_nics)})
+    owners = {i for rail in want for i in range(n_gpus)
+              if rail in rails_of_gpu(devs[i], n_gpus, n_nics)}
+    here = {i for i in g_idx}
+    if owners != here or len(want) != len(n_idx):
+        names = ", ".join(f"GPU {devs[i]}" for i in sorted(g_idx, key=lambda i: devs[i]))
+        others = sorted(devs[i] for i in owners - here)
+        share = f"; GPU {', '.join(map(str, others))} use the same NIC and must be under this switch too" \
+            if others else ""
+        r.bad(sf, f"holds {names} and {len(n_idx)} NIC(s), but in a {n_gpus}-GPU {n_nics}-NIC "
+                  f"server they use {len(want)} NIC(s) (rail {', '.join(map(str, want))}){share}")
+        return []
+    return want
+
+
+def _build_nics(r: _Reader, nic_rows: list[tuple[str, dict]], rails: list[int | None]) -> list[Nic]:
+    """The Nic objects in row order: name (given or ``mlx5_<bus-id order>``), GUID and class checked."""
+    n_nics = len(nic_rows)
     nic_order = {i: k for k, i in enumerate(sorted(range(n_nics), key=lambda i: nic_rows[i][1]["busid"]))}
     nics: list[Nic] = []
     names_seen: dict[str, str] = {}
@@ -493,11 +577,7 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
             r.bad(f"{f}.guid", f"{guid} is also the GUID of {guids_seen[guid]}; NCCL would take them for "
                                f"one NIC")
         guids_seen.setdefault(guid, f)
-        pci_class = v.get("class")
-        if pci_class is not None:
-            pci_class = r.hex_id(pci_class, f"{f}.class", 6)
-            if not pci_class.startswith("0x02"):
-                r.bad(f"{f}.class", f"{pci_class} is not a network controller class (0x02....)")
+        pci_class = _read_nic_class(r, v.get("class"), f"{f}.class")
         nics.append(Nic(
             busid=v["busid"], name=nic_name, rail=rails[i] if rails[i] is not None else -1,
             port=r.integer(v.get("port"), f"{f}.port", 1, 255, default=1),
@@ -507,7 +587,21 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
             link_width=r.integer(v.get("link_width"), f"{f}.link_width", 1, 32),
             pci_class=pci_class,
         ))
+    return nics
 
+
+def _read_nic_class(r: _Reader, pci_class: Any, field: str) -> str | None:
+    """A NIC's PCI class, when given: a hex id of a network controller (``0x02....``)."""
+    if pci_class is not None:
+        pci_class = r.hex_id(pci_class, field, 6)
+        if not pci_class.startswith("0x02"):
+            r.bad(field, f"{pci_class} is not a network controller class (0x02....)")
+    return pci_class
+
+
+def _build_switches(r: _Reader, switch_rows: list[tuple[str, dict, list[int], list[int]]], gpus: list[Gpu],
+                    nics: list[Nic]) -> list[PciSwitch]:
+    """The PciSwitch objects, in row order, with their PCIe link and vendor/device ids checked."""
     switches: list[PciSwitch] = []
     for sf, v, g_idx, n_idx in switch_rows:
         ids = tuple((key, r.hex_id(v[key], f"{sf}.{key}", 4)) for key in SWITCH_IDS if v.get(key) is not None)
@@ -516,12 +610,7 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
             link_width=r.integer(v.get("link_width"), f"{sf}.link_width", 1, 32),
             ids=ids, gpus=tuple(gpus[i] for i in g_idx), nics=tuple(nics[i] for i in n_idx),
         ))
-
-    cpus = _read_cpus(r, cpu_rows, switches)
-    if r.problems:
-        raise SpecError(r.problems)
-    return ServerProfile(name=name, description=description, cpus=tuple(cpus),
-                         socket_ifname=socket_ifname, source=source)
+    return switches
 
 
 def _read_cpus(r: _Reader, cpu_rows: list, switches: list[PciSwitch]) -> list[Cpu]:
