@@ -198,19 +198,25 @@ def _show(byte: int) -> str:
 
 
 class _Node:
+    """One tag as ``xmlGetNode`` returns it: type (``_NONE`` at the end of the file), name, attrs, line."""
+
     __slots__ = ("type", "name", "attrs", "line")
 
     def __init__(self) -> None:
         self.type, self.name, self.attrs, self.line = _NONE, "", [], 0
 
 
-class _Parser:
-    def __init__(self, data: bytes, grammar: dict, max_nodes: int) -> None:
+class _TagReader:
+    """Bytes -> one tag at a time, as NCCL's ``xmlGetNode`` and the functions under it read them.
+
+    Knows the line of the last byte read, fails with NCCL's lexical messages, and adds to ``notes``
+    what NCCL reads without complaint but may not mean what it says (single quotes, empty or extra
+    attributes).
+    """
+
+    def __init__(self, data: bytes, notes: list[str]) -> None:
         self.data, self.pos = data, 0
-        self.grammar, self.max_nodes = grammar, max_nodes
-        self.count = 0
-        self.roots: list[XmlElement] = []
-        self.notes: list[str] = []
+        self.notes = notes
         self._counted = (0, 1)  # (position, line there): lines are counted forward only
 
     def fail(self, message: str) -> None:
@@ -226,7 +232,7 @@ class _Parser:
         self._counted = (end, line)
         return line
 
-    def char(self) -> int:
+    def char(self) -> int:  # xmlGetChar
         if self.pos >= len(self.data):
             self.fail("XML Parse : Unexpected EOF")
         c = self.data[self.pos]
@@ -280,114 +286,169 @@ class _Parser:
             end = end[1:] + self.data[self.pos:self.pos + 1]
             self.pos += 1
 
-    def node(self) -> _Node:  # xmlGetNode
-        node = _Node()
-        c = 0x20
-        while c in (0x20, 0x0A, 0x0D):
-            if self.pos >= len(self.data):
-                return node
-            c = self.data[self.pos]
-            self.pos += 1
-        node.line = self.line()
+    def next_tag(self) -> _Node:  # xmlGetNode
+        """The next tag after blanks and comments; one of type ``_NONE`` at the end of the file."""
+        tag = _Node()
+        c = self._skip_blanks()
+        if c is None:
+            return tag
+        tag.line = self.line()
         if c != 0x3C:
             self.fail(f"XML Parse error : expecting '<', got '{_show(c)}'")
         name, _, c = self.token(False)
         if name.startswith("!--"):
             self.skip_comment(name[3:], c)
-            return self.node()
-        if name == "" and c == 0x2F:
-            node.type = _CLOSE
-            node.name, _, c = self.token(False)
+            return self.next_tag()
+        if name == "" and c == 0x2F:  # a closing tag, </name>
+            tag.type = _CLOSE
+            tag.name, _, c = self.token(False)
             if c != 0x3E:
-                self.fail(f"XML Parse error : unexpected trailing {_show(c)} in closing tag {node.name}")
-            return node
-        node.type, node.name = _OPEN, name
+                self.fail(f"XML Parse error : unexpected trailing {_show(c)} in closing tag {tag.name}")
+            return tag
+        tag.type, tag.name = _OPEN, name  # an opening tag, <name ...> or <name .../>
         while c == 0x20:
             key, value, c = self.token(True)
-            if len(node.attrs) == MAX_ATTR_COUNT:
-                self.notes.append(f"line {node.line}: <{name}>: Ignoring extra attributes (max {MAX_ATTR_COUNT}): "
-                                  f"{key}")
-            else:
-                if key == "":
-                    self.notes.append(f"line {node.line}: <{name}>: an empty attribute (two spaces, or a space "
-                                      f"before '/>' or '>') takes one of the {MAX_ATTR_COUNT} slots")
-                node.attrs.append((key, value or ""))
+            self._add_attribute(tag, key, value)
         if c == 0x2F:
-            node.type = _SINGLE
+            tag.type = _SINGLE
             _, _, c = self.token(False)
         if c != 0x3E:
             self.fail(f"XML Parse : expected >, got '{_show(c)}'")
-        return node
+        return tag
 
-    def load(self, head: XmlElement | None, head_type: int) -> None:  # xmlLoadSub with handlers
-        if head is not None and head_type == _SINGLE:
+    def _skip_blanks(self) -> int | None:
+        """The first byte that is not a space or a line break, or None at the end of the file."""
+        c = 0x20
+        while c in (0x20, 0x0A, 0x0D):
+            if self.pos >= len(self.data):
+                return None
+            c = self.data[self.pos]
+            self.pos += 1
+        return c
+
+    def _add_attribute(self, tag: _Node, key: str, value: str | None) -> None:
+        """Keep an attribute in one of NCCL's 16 slots, or note that NCCL drops it."""
+        if len(tag.attrs) == MAX_ATTR_COUNT:
+            self.notes.append(f"line {tag.line}: <{tag.name}>: Ignoring extra attributes "
+                              f"(max {MAX_ATTR_COUNT}): {key}")
             return
-        allowed = self.grammar[head.name if head is not None else None]
+        if key == "":
+            self.notes.append(f"line {tag.line}: <{tag.name}>: an empty attribute (two spaces, or a space "
+                              f"before '/>' or '>') takes one of the {MAX_ATTR_COUNT} slots")
+        tag.attrs.append((key, value or ""))
+
+
+class _TreeLoader:
+    """Tags -> the :class:`XmlElement` tree NCCL keeps, as ``xmlLoadSub`` builds it with its handlers.
+
+    Stores the elements ``grammar`` allows under each parent and skips the others (noting them),
+    within NCCL's budgets (``max_nodes`` stored elements, :data:`MAX_SUBS` children each), and
+    checks the version of each top-level element.
+    """
+
+    def __init__(self, data: bytes, grammar: dict, max_nodes: int) -> None:
+        self.grammar, self.max_nodes = grammar, max_nodes
+        self.count = 0
+        self.roots: list[XmlElement] = []
+        self.notes: list[str] = []
+        self.tags = _TagReader(data, self.notes)
+
+    def load_top_level(self) -> None:  # xmlLoadSub with handlers, head NULL
+        """Load the file: each top-level element the grammar names, version checked, with what it holds.
+
+        NCCL does not look at a top-level tag's type: ``</system>`` there starts a ``<system>``.
+        """
+        allowed = self.grammar[None]
         while True:
             if self.count == self.max_nodes:
-                self.fail(f"Error : XML parser is limited to {self.max_nodes} nodes")
-            node = self.node()
-            if node.type == _NONE:
-                if head is not None:
-                    self.fail(f"XML Parse : unterminated {head.name}")
+                self.tags.fail(f"Error : XML parser is limited to {self.max_nodes} nodes")
+            tag = self.tags.next_tag()
+            if tag.type == _NONE:
                 return
-            if head is not None and node.type == _CLOSE:
-                if node.name != head.name:
-                    self.fail(f"XML Mismatch : {head.name} / {node.name}")
-                return
-            if node.name in allowed:
-                element = XmlElement(node.name, node.attrs, line=node.line)
-                if head is not None:
-                    if len(head.children) == MAX_SUBS:
-                        self.fail(f"Error : XML parser is limited to {MAX_SUBS} subnodes")
-                    head.append(element)
-                else:
-                    self.roots.append(element)
-                self.count += 1
-                if head is None:
-                    self.check_version(element)
-                self.load(element, node.type)
+            if tag.name in allowed:
+                element = self._store(tag, None)
+                self.check_version(element)
+                self.load(element, tag.type)
             else:
-                where = f"<{head.name}>" if head is not None else "the top level"
-                if allowed:
-                    self.notes.append(f"line {node.line}: Ignoring element {node.name} (and what it holds) "
-                                      f"under {where}")
-                else:
-                    self.notes.append(f"line {node.line}: element {node.name} under {where}, which NCCL reads "
-                                      f"as a leaf, is skipped silently")
-                self.skip(node)
+                self._note_ignored(tag, None, allowed)
+                self.skip(tag)
+
+    def load(self, head: XmlElement, head_type: int) -> None:  # xmlLoadSub with handlers
+        """Load what ``head`` holds, up to its closing tag."""
+        if head_type == _SINGLE:
+            return
+        allowed = self.grammar[head.name]
+        while True:
+            if self.count == self.max_nodes:
+                self.tags.fail(f"Error : XML parser is limited to {self.max_nodes} nodes")
+            tag = self.tags.next_tag()
+            if tag.type == _NONE:
+                self.tags.fail(f"XML Parse : unterminated {head.name}")
+            if tag.type == _CLOSE:
+                if tag.name != head.name:
+                    self.tags.fail(f"XML Mismatch : {head.name} / {tag.name}")
+                return
+            if tag.name in allowed:
+                if len(head.children) == MAX_SUBS:
+                    self.tags.fail(f"Error : XML parser is limited to {MAX_SUBS} subnodes")
+                self.load(self._store(tag, head), tag.type)
+            else:
+                self._note_ignored(tag, head, allowed)
+                self.skip(tag)
+
+    def _store(self, tag: _Node, head: XmlElement | None) -> XmlElement:
+        """The element of a recognised tag, added under ``head`` (as a root when None) and counted."""
+        element = XmlElement(tag.name, tag.attrs, line=tag.line)
+        if head is None:
+            self.roots.append(element)
+        else:
+            head.append(element)
+        self.count += 1
+        return element
+
+    def _note_ignored(self, tag: _Node, head: XmlElement | None, allowed: tuple[str, ...]) -> None:
+        """Note an element NCCL does not load where it is (NCCL says so at INFO level, or not at all)."""
+        where = f"<{head.name}>" if head is not None else "the top level"
+        if allowed:
+            self.notes.append(f"line {tag.line}: Ignoring element {tag.name} (and what it holds) "
+                              f"under {where}")
+        else:
+            self.notes.append(f"line {tag.line}: element {tag.name} under {where}, which NCCL reads "
+                              f"as a leaf, is skipped silently")
 
     def skip(self, head: _Node) -> None:  # xmlLoadSub without handlers: the node's slot is reused
+        """Read past what an unrecognised tag holds, storing nothing."""
         if head.type == _SINGLE:
             return
         while True:
             if self.count == self.max_nodes:
-                self.fail(f"Error : XML parser is limited to {self.max_nodes} nodes")
-            node = self.node()
-            if node.type == _NONE:
-                self.fail(f"XML Parse : unterminated {head.name}")
-            if node.type == _CLOSE:  # compared with itself in NCCL: any closing tag ends it
+                self.tags.fail(f"Error : XML parser is limited to {self.max_nodes} nodes")
+            tag = self.tags.next_tag()
+            if tag.type == _NONE:
+                self.tags.fail(f"XML Parse : unterminated {head.name}")
+            if tag.type == _CLOSE:  # compared with itself in NCCL: any closing tag ends it
                 return
-            self.skip(node)
+            self.skip(tag)
 
     def check_version(self, element: XmlElement) -> None:
+        """The version check of the top-level handlers (ncclTopoXmlLoadSystem, ncclTopoXmlGraphLoadGraphs)."""
         what = {"system": "Topology", "graphs": "Graph"}[element.name]
         version = element.get("version")
         if version is None:
-            self.fail(f"Attribute version of node {element.name} not found")
+            self.tags.fail(f"Attribute version of node {element.name} not found")
         number = _c_strtol(version)
         if number != 1:
-            self.fail(f"XML {what} has wrong version {number}, 1 needed")
+            self.tags.fail(f"XML {what} has wrong version {number}, 1 needed")
 
 
 def _read(text: str | bytes, grammar: dict, max_nodes: int, kind: str) -> NcclXml:
     data = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else bytes(text)
-    parser = _Parser(data, grammar, max_nodes)
+    loader = _TreeLoader(data, grammar, max_nodes)
     try:
-        parser.load(None, _NONE)
+        loader.load_top_level()
     except RecursionError:
         raise NcclXmlError("elements nested too deeply to check") from None
-    return NcclXml(kind, tuple(parser.roots), parser.count, tuple(parser.notes))
+    return NcclXml(kind, tuple(loader.roots), loader.count, tuple(loader.notes))
 
 
 def read_nccl_topology(text: str | bytes) -> NcclXml:
