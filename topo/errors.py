@@ -7,7 +7,8 @@ nothing else is caught, so a bug still shows its traceback.
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Sequence
+import reprlib
+from typing import Any, Iterable, Sequence
 
 
 class TopoError(Exception):
@@ -49,8 +50,34 @@ class OutputError(TopoError):
     """An output folder that cannot be written as asked (it exists, or is not writable)."""
 
 
+#: Most characters of a value that an error line quotes.
+QUOTE_LIMIT = 60
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 2, 4, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = QUOTE_LIMIT, QUOTE_LIMIT, QUOTE_LIMIT
+
+
+def quote(value: Any) -> str:
+    """A value as an error line shows it: its ``repr``, cut to about QUOTE_LIMIT characters.
+
+    The cost does not grow with the value, so a huge string or a YAML alias bomb is never
+    expanded into a message.
+
+    >>> quote("gpu"), quote(3), quote("x" * 1000)[:12], len(quote("x" * 1000)) <= QUOTE_LIMIT
+    ("'gpu'", '3', "'xxxxxxxxxxx", True)
+    >>> quote([[1, 2], [3, [4, [5]]]] * 100)
+    '[[1, 2], [3, [...]], [1, 2], [3, [...]], ...]'
+    """
+    text = _REPR.repr(value)
+    return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + "..."
+
+
 def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
-    """Names in ``choices`` that look like ``word`` (for "did you mean" hints)."""
+    """Names in ``choices`` that look like ``word`` (for "did you mean" hints); none for a word far
+    longer than any name, which no name resembles (and which would be slow to compare)."""
+    if len(word) > 200:
+        return []
     return difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)
 
 
