@@ -298,7 +298,7 @@ def summary_table(summary: Summary) -> str:
     model = f" ({s.switch_model})" if s.switch_model else ""
     unit = "scalable units" if s.placement == "rail" else "racks"
     head = [
-        f"{s.name}: {s.gpus:,} GPUs on {s.nodes:,} nodes ({_plural(s.gpus_per_node, 'GPU')}, "
+        f"{s.name}: {s.gpus:,} GPUs on {_plural(s.nodes, 'node')} ({_plural(s.gpus_per_node, 'GPU')}, "
         f"{s.nics_per_node} x {s.nic_gbps}G {'NIC' if s.nics_per_node == 1 else 'NICs'} each), "
         f"{kind}, {s.tiers} tiers",
         f"switches: radix {s.radix} x {s.port_gbps}G{model}; "
@@ -344,12 +344,18 @@ def headline_lines(analysis: Analysis) -> list[str]:
     o = analysis.options
     agree = "max-flow agrees" if analysis.bisection.agrees else f"max-flow {h['bisection_maxflow_gbps']:,}"
     hops = analysis.hops
-    return [
-        f"bisection: {h['bisection_gbps']:,} Gb/s ({agree}); diameter: {hops.diameter_links} links "
-        f"({hops.diameter_switch_hops} switch hops)",
-        f"all-reduce busbw: {h['allreduce_busbw_GBps']:,.1f} GB/s at {format_size(h['allreduce_size_bytes'])} "
-        f"({o.algo}, {o.routing}, {o.qps} QP, {o.cc}, {o.order} order)",
-    ]
+    if hops.diameter_links is not None:
+        diameter = f"diameter: {hops.diameter_links} links ({hops.diameter_switch_hops} switch hops)"
+    else:
+        diameter = "one node: no GPU pairs across the fabric" if not hops.pairs else "the fabric is cut"
+    if analysis.allreduce.details["nvlink_only"]:
+        allreduce = (f"all-reduce: one node ({analysis.allreduce.job_gpus} GPUs), NVLink only: no traffic "
+                     f"on the fabric")
+    else:
+        allreduce = (f"all-reduce busbw: {h['allreduce_busbw_GBps']:,.1f} GB/s at "
+                     f"{format_size(h['allreduce_size_bytes'])} ({o.algo}, {o.routing}, {o.qps} QP, {o.cc}, "
+                     f"{o.order} order)")
+    return [f"bisection: {h['bisection_gbps']:,} Gb/s ({agree}); {diameter}", allreduce]
 
 
 def analysis_table(analysis: Analysis) -> str:
@@ -366,6 +372,7 @@ def analysis_table(analysis: Analysis) -> str:
     h = a.hops
     lines += ["", f"hops between GPUs on different nodes (NIC to NIC): diameter {h.diameter_links} links "
               f"({h.diameter_switch_hops} switch hops), mean {h.mean_links:.3f} links" if h.mean_links is not None
+              else "hops: one node, so no GPU pairs on different nodes" if not h.pairs
               else "hops: no pair of GPUs is reachable"]
     rows = [[r.links, r.switch_hops, r.pairs, r.same_rail_pairs, r.cross_rail_pairs] for r in h.distribution]
     if h.unreachable_pairs:
@@ -383,7 +390,26 @@ def analysis_table(analysis: Analysis) -> str:
         ecmp.append(f"across pods {e['cross_pod']['switch_paths']['min']:g} "
                     f"({e['cross_pod']['link_paths']['min']:g})")
     lines += ["", "; ".join(ecmp) + (" (least over pairs)" if a.faults.any else "")]
-    lines += ["", f"same-rank all-reduce: {d['job_gpus']:,} GPUs on {d['nodes']:,} nodes, {o.algo}, {o.order} "
+    if d["nvlink_only"]:
+        lines += ["", f"same-rank all-reduce: {d['job_gpus']:,} GPUs on one node: NVLink only, no traffic on "
+                      f"the fabric"]
+    else:
+        lines += _allreduce_lines(a)
+    if analysis.baseline is not None:
+        c = analysis.change()
+        lines += ["", "change from the intact fabric:"]
+        lines.append(format_table(["metric", "intact", "with faults", "change %"], [
+            [name, v["intact"] if not isinstance(v["intact"], float) else round(v["intact"], 3),
+             v["with_faults"] if not isinstance(v["with_faults"], float) else round(v["with_faults"], 3),
+             v.get("change_pct")]
+            for name, v in c.items()]))
+    return "\n".join(lines)
+
+
+def _allreduce_lines(a: Analysis) -> list[str]:
+    """The all-reduce part of the analysis table: connections, rates, times, bottlenecks."""
+    o, d = a.options, a.allreduce.details
+    lines = ["", f"same-rank all-reduce: {d['job_gpus']:,} GPUs on {d['nodes']:,} nodes, {o.algo}, {o.order} "
               f"order, {o.routing}, {o.qps} QP per connection, {o.cc}",
               f"  connections: {d['connections']:,}; leaving a leaf: {d['connections_leaving_leaf']:,}; "
               f"leaving a pod: {d['connections_leaving_pod']:,}",
@@ -405,15 +431,7 @@ def analysis_table(analysis: Analysis) -> str:
     if u.get("resources"):
         lines.append(f"switch-link utilisation over {u['resources']:,} busy resources: p50 {u['p50']:.0%}, "
                      f"p90 {u['p90']:.0%}, p99 {u['p99']:.0%}, max {u['max']:.0%}")
-    if analysis.baseline is not None:
-        c = analysis.change()
-        lines += ["", "change from the intact fabric:"]
-        lines.append(format_table(["metric", "intact", "with faults", "change %"], [
-            [name, v["intact"] if not isinstance(v["intact"], float) else round(v["intact"], 3),
-             v["with_faults"] if not isinstance(v["with_faults"], float) else round(v["with_faults"], 3),
-             v.get("change_pct")]
-            for name, v in c.items()]))
-    return "\n".join(lines)
+    return lines
 
 
 def _plural(count: int, noun: str) -> str:

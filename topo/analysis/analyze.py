@@ -146,6 +146,11 @@ class Analysis:
                 f"the all-reduce cannot complete: {unreachable:,} of its connections' queue pairs "
                 f"have no route"
             )
+        if self.allreduce.details["nvlink_only"]:
+            notes.append(
+                f"the job fits in one node ({self.allreduce.job_gpus} GPUs): its all-reduce runs over NVLink "
+                f"only and puts no traffic on the fabric, so there are no network all-reduce figures"
+            )
         if self.bisection.note and (not self.bisection.agrees or self.faults.any):
             notes.append(f"bisection: {self.bisection.note}")
         return notes
@@ -190,9 +195,15 @@ def _distribution(values: np.ndarray) -> dict[str, Any]:
 
 
 def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None) -> AllReduce:
-    """Route, rate and time the job's same-rank all-reduce for every message size."""
+    """Route, rate and time the job's same-rank all-reduce for every message size.
+
+    A job on one node all-reduces over NVLink only: no connection touches the fabric, and the
+    result says so (``details["nvlink_only"]``) with no network figures.
+    """
     spec = fabric.spec
     order = job_nodes(fabric, options.job_gpus, options.order, options.seed)
+    if order.size == 1:
+        return _nvlink_only(fabric, options, order, faults, ud)
     conns = connections(fabric, order, options.algo)
     routes = route(fabric, conns.src_nic, conns.dst_nic, qps=options.qps, mode=options.routing,
                    hash_seed=options.hash_seed, faults=faults, ud=ud)
@@ -226,6 +237,7 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None)
     details = {
         "job_gpus": job_gpus,
         "nodes": int(order.size),
+        "nvlink_only": False,
         "algorithm": options.algo,
         "connections": int(conns.src_nic.size),
         "subflows": int(routes.resources.shape[0]),
@@ -243,6 +255,30 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None)
     }
     return AllReduce(options, job_gpus, int(order.size), conns, routes, rates, connection_gbps,
                      tuple(rows), details)
+
+
+def _nvlink_only(fabric: Fabric, options: AnalysisOptions, order: np.ndarray, faults: Faults,
+                 ud=None) -> AllReduce:
+    """The all-reduce of a one-node job: NVLink only, so nothing to route, rate or time here."""
+    none = np.zeros(0, dtype=np.int64)
+    gpn, nics = fabric.spec.gpus_per_node, fabric.spec.nics_per_node
+    conns = Connections(none, none, none, options.algo, 1, 0, max(gpn, nics))
+    routes = route(fabric, none, none, qps=options.qps, mode=options.routing, hash_seed=options.hash_seed,
+                   faults=faults, ud=ud)
+    rates = solve_rates(routes.resources, routes.capacity_gbps, routes.reachable, options.cc,
+                        options.link_efficiency)
+    rows = tuple({"size_bytes": int(size), "time_s": None, "algbw_GBps": None, "busbw_GBps": None}
+                 for size in options.sizes)
+    details = {
+        "job_gpus": gpn, "nodes": 1, "nvlink_only": True, "algorithm": options.algo, "connections": 0,
+        "subflows": 0, "connections_leaving_leaf": 0, "connections_leaving_pod": 0,
+        "nic_rate_gbps": round(fabric.spec.nic_gbps * options.link_efficiency, 3),
+        "slowest_connection_gbps": None, "mean_connection_gbps": None, "connections_below_nic_rate": None,
+        "busbw_limit_GBps": None, "max_switch_hops": 0,
+        "bottlenecks": {"slowest_connections": 0, "saturated_by_kind": {}, "top": []},
+        "link_utilisation": {"resources": 0},
+    }
+    return AllReduce(options, gpn, 1, conns, routes, rates, np.zeros(0), rows, details)
 
 
 def _algbw_limit(conns: Connections, slowest_gbps: float) -> float:

@@ -58,11 +58,8 @@ def job_nodes(fabric: Fabric, job_gpus: int | None, order: str, seed: int) -> np
         problems.append(f"--job-gpus {job_gpus} is not a multiple of gpus_per_node={gpn}")
     elif job_gpus > spec.gpus:
         problems.append(f"--job-gpus {job_gpus} is more than the fabric's {spec.gpus} GPUs")
-    elif job_gpus < 2 * gpn:
-        problems.append(
-            f"--job-gpus {job_gpus} fits in one node (NVLink only); the network all-reduce needs at "
-            f"least 2 nodes ({2 * gpn} GPUs)"
-        )
+    elif job_gpus < gpn:
+        problems.append(f"--job-gpus {job_gpus}: a job takes at least one node ({gpn} GPUs)")
     if order not in ORDERS:
         problems.append(f"--order {order}: expected one of {', '.join(ORDERS)}")
     if problems:
