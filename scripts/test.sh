@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, then run it. This is the README's test command and
-# what CI runs on a fresh clone.
+# what CI runs on a fresh clone. Any arguments go to pytest (e.g. -k cli, -x).
+#
+# Python side: scripts/setup.sh test (the virtual environment .venv, or the active one).
+# System side: real validators from the system's package manager. FRR checks every frr.conf with
+# its own parser, a throw-away slurmctld reads topology.conf, Open MPI maps the hostfile, Graphviz
+# renders the DOT files, shellcheck reads the host script. They are installed with apt-get as root,
+# or with sudo when it needs no password; never with a prompt. Tests whose validator is missing are
+# skipped, saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Real validators from the system's package manager: FRR checks every frr.conf with its own
-# parser, a throw-away slurmctld reads topology.conf, Open MPI maps the hostfile, Graphviz renders
-# the DOT files, shellcheck reads the host script. Tests whose validator is missing are skipped,
-# saying why.
 APT_PACKAGES=(frr slurmctld slurm-client openmpi-bin graphviz shellcheck)
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
@@ -16,16 +19,25 @@ if command -v dpkg >/dev/null 2>&1; then
   done
 fi
 if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || command -v sudo >/dev/null 2>&1; }; then
-    echo "installing validators: ${missing[*]}" >&2
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else sudo=(none); fi
+  fi
+  if [ "${sudo[*]}" = "none" ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "test: not installing ${missing[*]} (needs apt-get as root or passwordless sudo); their tests will be skipped" >&2
   else
-    echo "warning: cannot install ${missing[*]} (no apt-get or sudo); their tests will be skipped" >&2
+    echo "test: installing validators: ${missing[*]}" >&2
+    if ! { "${sudo[@]}" apt-get update -qq &&
+           DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }; then
+      echo "test: apt-get could not install ${missing[*]}; their tests will be skipped" >&2
+    fi
   fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[test]"
-python3 -m pytest "$@"
+bash scripts/setup.sh test
+if [ -n "${VIRTUAL_ENV:-}" ] && [ -x "$VIRTUAL_ENV/bin/python" ]; then
+  python="$VIRTUAL_ENV/bin/python"
+else
+  python=.venv/bin/python
+fi
+exec "$python" -m pytest "$@"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -25,10 +26,19 @@ def test_wheel_install_runs_the_main_job(tmp_path):
     assert build.returncode == 0, build.stderr
     wheel = next(wheels.glob("topo-*.whl"))
     env_dir = tmp_path / "venv"
-    # system site packages provide the dependencies; the project itself comes only from the wheel
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    # A fresh environment whose dependencies come from the environment running the tests (a venv
+    # or not): its site folders are listed in a .pth file, which adds them to sys.path after the
+    # new environment's own site-packages without running their .pth files, so an editable install
+    # of topo there is not seen. The project itself comes only from the wheel, installed by this
+    # pip into the new environment (which may have no pip of its own, as where ensurepip is missing).
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    outer = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    Path(site, "outer-site-packages.pth").write_text("".join(f"{folder}\n" for folder in outer))
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                    "--no-index", str(wheel)], check=True)
     work = tmp_path / "work"
     work.mkdir()
     clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
