@@ -4,7 +4,8 @@ Debian's and Ubuntu's python3 ship the venv module without ensurepip unless pyth
 installed, so ``python3 -m venv`` cannot put pip into a new environment. This script does what
 ensurepip would: it reads the index's page for pip (PEP 503 simple API: ``$PIP_INDEX_URL`` or
 PyPI), takes the newest stable ``py3-none-any`` wheel that is not yanked, checks its SHA-256
-against the digest the index publishes, and installs that wheel with itself. Standard library only.
+against the digest the index publishes, and installs that wheel with itself. Standard library only;
+the system's certificates, or the bundle named by ``$PIP_CERT`` as pip itself would use it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import html.parser
 import os
 import re
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ import urllib.parse
 import urllib.request
 
 INDEX = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+CONTEXT = ssl.create_default_context(cafile=os.environ.get("PIP_CERT") or None)
 WHEEL = re.compile(r"pip-(\d+(?:\.\d+)*)-py3-none-any\.whl$")
 
 
@@ -58,10 +61,10 @@ def newest_wheel(page: str, base: str) -> tuple[str, str, str]:
 
 def main() -> int:
     base = f"{INDEX}/pip/"
-    with urllib.request.urlopen(base, timeout=60) as response:
+    with urllib.request.urlopen(base, timeout=60, context=CONTEXT) as response:
         page = response.read().decode("utf-8", errors="replace")
     version, url, digest = newest_wheel(page, base)
-    with urllib.request.urlopen(url, timeout=300) as response:
+    with urllib.request.urlopen(url, timeout=300, context=CONTEXT) as response:
         data = response.read()
     if hashlib.sha256(data).hexdigest() != digest:
         raise SystemExit(f"bootstrap_pip: {url} does not match the index's sha256 {digest}")
