@@ -9,15 +9,16 @@ graph is filled from them in one pass. Node and edge attributes are documented i
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import cached_property
 
 import networkx as nx
 import numpy as np
 
-from .addressing import Addressing, ip_text, plan_addressing
+from .addressing import Addressing, ip_text, link_counts, plan_addressing
 from .catalog import switch_catalog
-from .errors import SpecError
+from .errors import SpecError, quote
 from .sizing import Plan, plan_fabric
 from .spec import FabricSpec, node_names
 
@@ -275,6 +276,46 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
     return g
 
 
+#: Peak memory of building, analysing and writing a fabric: a fixed part and a part per link.
+#: Measured: 1.6 KiB per link above about 60 MiB, from 131,072 to 524,288 GPUs (radix 128, three
+#: tiers, with the analysis and every file; the switch configs do not raise the peak); the
+#: constants add a margin of a quarter (docs/performance.md).
+MEMORY_BASE_BYTES = 96 << 20
+MEMORY_PER_LINK_BYTES = 2 << 10
+
+
+def memory_estimate(plan: Plan) -> int:
+    """Bytes that building, analysing and writing the fabric of ``plan`` needs at its peak."""
+    return MEMORY_BASE_BYTES + MEMORY_PER_LINK_BYTES * sum(link_counts(plan))
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can give without swapping (Linux ``MemAvailable``), if known."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory(spec: FabricSpec, plan: Plan, available: int | None = None) -> None:
+    """SpecError, before anything is allocated, when the fabric would not fit in memory."""
+    need = memory_estimate(plan)
+    have = available_memory() if available is None else available
+    if have is not None and need > have:
+        links = sum(link_counts(plan))
+        raise SpecError([
+            f"gpus={spec.gpus} with these settings is {links:,} links, which needs about "
+            f"{need / (1 << 30):.1f} GiB of memory to build and analyse; this machine has "
+            f"{have / (1 << 30):.1f} GiB available"])
+
+
 def build_fabric(spec: FabricSpec) -> Fabric:
     """Build the fabric a spec asks for.
 
@@ -293,12 +334,13 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     3
     """
     plan = plan_fabric(spec)
+    check_memory(spec, plan)
     names = _names(spec, plan)
-    if len(set(names)) != len(names):
-        switches = set(names[plan.nodes:])
-        clash = next(n for n in names[:plan.nodes] if n in switches)
-        raise SpecError([f"hostnames: host name {clash!r} is also the name of a switch; host and switch "
-                         f"names must differ (switches are named after name={spec.name!r})"])
+    if len({n.lower() for n in names}) != len(names):
+        switches = {n.lower() for n in names[plan.nodes:]}
+        clash = next(n for n in names[:plan.nodes] if n.lower() in switches)
+        raise SpecError([f"hostnames: host name {quote(clash)} is also the name of a switch; host and switch "
+                         f"names must differ, also in case (switches are named after name={spec.name!r})"])
     vertices = _vertex_arrays(plan)
     links = _links(spec, plan)
     addressing = plan_addressing(spec, plan, links.kind)

@@ -12,6 +12,7 @@ import csv
 import io
 import ipaddress
 import re
+import string
 from dataclasses import asdict, dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
@@ -20,7 +21,8 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from .catalog import switch_catalog
-from .errors import SpecError, did_you_mean
+from .errors import SpecError, did_you_mean, quote
+from .inputs import MAX_TABLE_BYTES, InputFileError, read_text
 
 #: Values of ``tiers``.
 TIERS = ("auto", 2, 3)
@@ -34,10 +36,21 @@ ASN_SIZES = ("auto", 2, 4)
 MAX_MTU = 9216
 
 _NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,39}")
-#: Upper bounds that keep every port, lane and index inside its array type.
+#: Upper bounds that keep every port, lane and index inside its array type and every loop short.
 MAX_GPUS = 4_194_304
 MAX_RADIX = 2048
 MAX_BREAKOUT = 8
+#: GPUs or NICs in one server (an NVL72 rack is 18 servers of 4 GPUs).
+MAX_PER_NODE = 64
+#: Fastest link, in Gb/s (a 1.6T port is 1,600).
+MAX_GBPS = 12_800
+#: Most spines a spec may ask for (per pod in three tiers).
+MAX_SPINES = 4096
+#: Largest down:up ratio, and most digits in either number of one.
+MAX_RATIO = 1000
+#: Longest host name (RFC 1123 label) and host-name pattern.
+MAX_HOSTNAME = 63
+MAX_PATTERN = 253
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +152,7 @@ def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        raise ValueError(f"expected a whole number, got {value!r} ({type(value).__name__})")
+        raise ValueError(f"expected a whole number, got {quote(value)} ({type(value).__name__})")
     return value
 
 
@@ -150,26 +163,89 @@ def _positive_int(value: Any) -> int:
     return number
 
 
+def _bounded(high: int, what: str) -> Callable[[Any], int]:
+    """A reader of a whole number from 1 to ``high``."""
+
+    def read(value: Any) -> int:
+        number = _positive_int(value)
+        if number > high:
+            raise ValueError(f"must be at most {high:,} ({what}), got {number:,}")
+        return number
+
+    return read
+
+
+_SUFFIXED = re.compile(r"\s*(\d{1,9}(?:\.\d{1,6})?)\s*([kKmM]?)\s*")
+#: GPU counts: k and M are binary, as GPU counts are quoted (a "16K" cluster has 16,384 GPUs).
+_COUNT_UNITS = {"": 1, "k": 1 << 10, "K": 1 << 10, "m": 1 << 20, "M": 1 << 20}
+
+
+def _gpus(value: Any) -> int:
+    """``1024``, or a count with a binary suffix: ``"1k"`` (1,024), ``"16K"``, ``"1.5k"`` (1,536)."""
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 4000:
+        value = int(value)  # the bound is checked with the other fields
+    if isinstance(value, str):
+        match = _SUFFIXED.fullmatch(value)
+        if not match:
+            raise ValueError(f"expected a whole number such as 1024 or 16k, got {quote(value)}")
+        number = Fraction(match.group(1)) * _COUNT_UNITS[match.group(2)]
+        if number.denominator != 1:
+            raise ValueError(f"{quote(value)} is not a whole number of GPUs ({float(number):g})")
+        value = int(number)
+    return _positive_int(value)
+
+
+_GBPS = re.compile(r"\s*(\d{1,6}(?:\.\d{1,4})?)\s*([gGtT]?)(?:b/s|bps|bit/s)?\s*")
+
+
+def _gbps(value: Any) -> int:
+    """A link speed in Gb/s: ``400``, ``"400G"``, ``"400Gb/s"``, ``"1.6T"`` (1,600)."""
+    if isinstance(value, str):
+        match = _GBPS.fullmatch(value)
+        if not match:
+            raise ValueError(f"expected a speed in Gb/s such as 400, 400G or 1.6T, got {quote(value)}")
+        number = Fraction(match.group(1)) * (1000 if match.group(2) in "tT" and match.group(2) else 1)
+        if number.denominator != 1:
+            raise ValueError(f"{quote(value)} is not a whole number of Gb/s ({float(number):g})")
+        value = int(number)
+    number = _positive_int(value)
+    if number > MAX_GBPS:
+        raise ValueError(f"must be at most {MAX_GBPS:,} Gb/s, got {number:,}")
+    return number
+
+
+_RATIO_NUMBER = r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*"
+_RATIO = re.compile(_RATIO_NUMBER + r"(?::" + _RATIO_NUMBER + r")?")
+
+
 def _ratio(value: Any) -> Fraction:
-    """``3``, ``1.5``, ``"3:1"`` or ``"48:16"`` -> Fraction(down, up)."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a ratio such as 1, 3 or '3:1', got {value!r}")
-    try:
-        if isinstance(value, str) and ":" in value:
-            down, up = (Fraction(part.strip()) for part in value.split(":", 1))
-            if down <= 0 or up <= 0:
-                raise ValueError
-            ratio = down / up
-        elif isinstance(value, (int, float, str)):
-            ratio = Fraction(str(value)).limit_denominator(10_000)
-        else:
-            raise TypeError
-    except (TypeError, ValueError, ZeroDivisionError):
-        raise ValueError(f"expected a ratio such as 1, 3 or '3:1', got {value!r}") from None
+    """``3``, ``1.5``, ``"3:1"`` or ``"48:16"`` -> Fraction(down, up).
+
+    Numbers are read from their text (at most 6 digits before and after the point), never as
+    arbitrary-precision exponents, so ``1e99999999`` is refused at once.
+    """
+    expected = f"expected a ratio such as 1, 3 or '3:1' (downlink:uplink), got {quote(value)}"
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(expected)
+    text = value if isinstance(value, str) else repr(value)
+    match = _RATIO.fullmatch(text)
+    if not match:
+        raise ValueError(expected)
+    down = Fraction(match.group(1))
+    up = Fraction(match.group(2)) if match.group(2) is not None else Fraction(1)
+    if down <= 0 or up <= 0:
+        raise ValueError(expected)
+    ratio = down / up if match.group(2) is not None else down.limit_denominator(10_000)
     if ratio < 1:
+        inverse = 1 / ratio
+        flipped = (f"{match.group(2).strip()}:{match.group(1).strip()}" if match.group(2) is not None
+                   else f"{inverse.numerator}:{inverse.denominator}")
         raise ValueError(
-            f"must be at least 1 (downlink/uplink bandwidth; 1 is non-blocking), got {float(ratio):g}"
+            f"must be at least 1 (downlink:uplink bandwidth; 1 is non-blocking), got {float(ratio):g}; "
+            f"did you mean {flipped}?"
         )
+    if ratio > MAX_RATIO:
+        raise ValueError(f"must be at most {MAX_RATIO}:1, got {float(ratio):g}")
     return ratio
 
 
@@ -180,7 +256,7 @@ def _tiers(value: Any) -> str | int:
         value = int(value)
     if value in TIERS and not isinstance(value, bool):
         return value
-    raise ValueError(f"expected one of auto, 2, 3, got {value!r}")
+    raise ValueError(f"expected one of auto, 2, 3, got {quote(value)}")
 
 
 def _one_of(allowed: tuple[str, ...]) -> Callable[[Any], str]:
@@ -191,7 +267,7 @@ def _one_of(allowed: tuple[str, ...]) -> Callable[[Any], str]:
             return value
         hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
         raise ValueError(f"expected {' or '.join(allowed) if len(allowed) == 2 else 'one of ' + ', '.join(allowed)}"
-                         f", got {value!r}{hint}")
+                         f", got {quote(value)}{hint}")
 
     return read
 
@@ -203,7 +279,7 @@ def _name(value: Any) -> str:
     if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
         raise ValueError(
             f"expected a host-name-safe prefix (lower-case letters, digits and '-', starting with a "
-            f"letter, at most 40 characters), got {value!r}"
+            f"letter, at most 40 characters), got {quote(value)}"
         )
     return value
 
@@ -214,7 +290,7 @@ def _switch(value: Any) -> str | None:
     catalog = switch_catalog()
     if not isinstance(value, str) or value not in catalog:
         hint = did_you_mean(value, catalog) if isinstance(value, str) else ""
-        raise ValueError(f"unknown switch model {value!r}{hint}; known: {', '.join(catalog)}")
+        raise ValueError(f"unknown switch model {quote(value)}{hint}; known: {', '.join(catalog)}")
     return value
 
 
@@ -226,9 +302,9 @@ def _pool(value: Any) -> str:
     try:
         net = ipaddress.IPv4Network(value, strict=True) if isinstance(value, str) else None
     except ValueError as exc:
-        raise ValueError(f"expected an IPv4 prefix such as 10.64.0.0/11, got {value!r} ({exc})") from None
+        raise ValueError(f"expected an IPv4 prefix such as 10.64.0.0/11, got {quote(value)} ({exc})") from None
     if net is None:
-        raise ValueError(f"expected an IPv4 prefix such as 10.64.0.0/11, got {value!r}")
+        raise ValueError(f"expected an IPv4 prefix such as 10.64.0.0/11, got {quote(value)}")
     return str(net)
 
 
@@ -237,13 +313,13 @@ def _asn_size(value: Any) -> str | int:
         value = int(value)
     if value in ASN_SIZES and not isinstance(value, bool):
         return value
-    raise ValueError(f"expected auto, 2 or 4 (bytes), got {value!r}")
+    raise ValueError(f"expected auto, 2 or 4 (bytes), got {quote(value)}")
 
 
 def _bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    raise ValueError(f"expected true or false, got {value!r}")
+    raise ValueError(f"expected true or false, got {quote(value)}")
 
 
 _qos = _one_of(QOS_PROFILES)
@@ -258,7 +334,7 @@ def _mtu(value: Any) -> int:
 
 def _metres(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"expected a length in metres, got {value!r}")
+        raise ValueError(f"expected a length in metres, got {quote(value)}")
     if not 0 < value <= 10_000:
         raise ValueError(f"must be more than 0 and at most 10,000 m, got {value}")
     return float(value)
@@ -270,18 +346,18 @@ def _optional_metres(value: Any) -> float | None:
 
 _READERS: dict[str, Callable[[Any], Any]] = {
     "name": _name,
-    "gpus": _positive_int,
-    "gpus_per_node": _positive_int,
-    "nics_per_node": _optional_positive_int,
-    "nic_gbps": _positive_int,
+    "gpus": _gpus,
+    "gpus_per_node": _bounded(MAX_PER_NODE, "GPUs in one server"),
+    "nics_per_node": lambda value: None if value is None else _bounded(MAX_PER_NODE, "NICs in one server")(value),
+    "nic_gbps": _gbps,
     "switch": _switch,
     "radix": _positive_int,
-    "port_gbps": _positive_int,
+    "port_gbps": _gbps,
     "tiers": _tiers,
     "oversubscription": _ratio,
     "spine_oversubscription": _ratio,
     "placement": _placement,
-    "spines": _optional_positive_int,
+    "spines": lambda value: None if value is None else _bounded(MAX_SPINES, "spines")(value),
     "loopback_pool": _pool,
     "p2p_pool": _pool,
     "host_pool": _pool,
@@ -301,13 +377,13 @@ assert set(_READERS) == set(FIELDS)
 
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected a pattern such as 'gpu{{node:04d}}' or a CSV file, got {value!r}")
+        raise ValueError(f"expected a pattern such as 'gpu{{node:04d}}' or a CSV file, got {quote(value)}")
     return value
 
 
 def _profile(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected a server profile name (topo servers) or a YAML file, got {value!r}")
+        raise ValueError(f"expected a server profile name (topo servers) or a YAML file, got {quote(value)}")
     return value
 
 
@@ -320,24 +396,46 @@ def default_hostname(name: str, nodes: int) -> str:
 def hostnames_from_pattern(pattern: str, name: str, nodes: int) -> list[str]:
     """Host names of ``nodes`` servers from a pattern with {node} (from 0), {number} (from 1), {name}.
 
+    The pattern is checked before any name is made: at most 253 characters, only those fields,
+    and no field wider than a host name (63 characters).
+
     >>> hostnames_from_pattern("gpu{number:03d}", "c", 3)
     ['gpu001', 'gpu002', 'gpu003']
     """
+    _check_pattern(pattern)
     try:
         return [pattern.format(node=i, number=i + 1, name=name) for i in range(nodes)]
     except (KeyError, IndexError, ValueError, AttributeError) as exc:
         raise ValueError(
-            f"pattern {pattern!r} cannot be filled ({type(exc).__name__}: {exc}); it may use "
+            f"pattern {quote(pattern)} cannot be filled ({type(exc).__name__}: {exc}); it may use "
             f"{{node}} (from 0), {{number}} (from 1) and {{name}}, e.g. 'gpu{{number:04d}}'"
         ) from None
 
 
+def _check_pattern(pattern: str) -> None:
+    """ValueError unless every field of a host-name pattern is one of HOSTNAME_FIELDS, at most as
+    wide as a host name, with a format spec of plain characters (no nested fields)."""
+    if len(pattern) > MAX_PATTERN:
+        raise ValueError(f"pattern of {len(pattern):,} characters; at most {MAX_PATTERN}")
+    try:
+        fields_ = list(string.Formatter().parse(pattern))
+    except ValueError as exc:
+        raise ValueError(f"pattern {quote(pattern)} cannot be filled ({exc}); it may use {{node}} (from 0), "
+                         f"{{number}} (from 1) and {{name}}, e.g. 'gpu{{number:04d}}'") from None
+    for _, field_name, spec, _ in fields_:
+        if field_name is None:
+            continue
+        if "{" in (spec or ""):
+            raise ValueError(f"pattern {quote(pattern)}: a field's format may not hold another field")
+        widths = [int(w) for w in re.findall(r"\d+", spec or "")]
+        if widths and max(widths) > MAX_HOSTNAME:
+            raise ValueError(f"pattern {quote(pattern)}: field width {max(widths):,} is more than a host name "
+                             f"holds ({MAX_HOSTNAME} characters)")
+
+
 def read_hostname_table(path: Path, nodes: int) -> list[str]:
     """Host names by node index from a CSV file with the columns ``node,hostname``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read {path} ({exc.strerror or exc})") from None
+    text = read_text(path, MAX_TABLE_BYTES)  # an InputFileError is a ValueError naming the file
     rows = list(csv.reader(io.StringIO(text)))
     if not rows or [c.strip() for c in rows[0]] != ["node", "hostname"]:
         raise ValueError(f"{path}: the first line must be the header 'node,hostname'")
@@ -346,7 +444,7 @@ def read_hostname_table(path: Path, nodes: int) -> list[str]:
         if not row or not "".join(row).strip():
             continue
         if len(row) != 2 or not row[0].strip().isdigit():
-            raise ValueError(f"{path}, line {line}: expected 'node,hostname' with a node index, got {','.join(row)!r}")
+            raise ValueError(f"{path}, line {line}: expected 'node,hostname' with a node index, got {quote(','.join(row))}")
         node, host = int(row[0]), row[1].strip()
         if node >= nodes:
             raise ValueError(f"{path}, line {line}: node {node} is beyond the fabric's {nodes} nodes (0-{nodes - 1})")
@@ -365,13 +463,18 @@ def check_hostnames(names: list[str], source: str) -> None:
     for i, host in enumerate(names):
         if not _HOSTNAME_RE.fullmatch(host):
             raise ValueError(
-                f"{source} gives node {i} the host name {host!r}, which is not a valid host name "
+                f"{source} gives node {i} the host name {quote(host)}, which is not a valid host name "
                 f"(letters, digits and '-', at most 63, not starting or ending with '-')")
     seen: dict[str, int] = {}
     for i, host in enumerate(names):
-        if host in seen:
-            raise ValueError(f"{source} gives nodes {seen[host]} and {i} the same host name {host!r}")
-        seen[host] = i
+        key = host.lower()  # DNS and Slurm compare host names without regard to case
+        if key in seen:
+            same = "the same host name" if names[seen[key]] == host else "host names that differ only in case"
+            raise ValueError(f"{source} gives nodes {seen[key]} and {i} {same}: "
+                             f"{quote(names[seen[key]])} and {quote(host)}"
+                             if names[seen[key]] != host else
+                             f"{source} gives nodes {seen[key]} and {i} {same} {quote(host)}")
+        seen[key] = i
 
 
 def node_names(spec: "FabricSpec") -> list[str]:
@@ -383,7 +486,39 @@ def node_names(spec: "FabricSpec") -> list[str]:
 
 
 class _SpecLoader(yaml.SafeLoader):
-    """YAML 1.1 safe loader without base-60 numbers, so ``oversubscription: 3:1`` stays "3:1"."""
+    """YAML 1.1 safe loader without base-60 numbers, so ``oversubscription: 3:1`` stays "3:1".
+
+    Stricter than YAML 1.1 where it would read something else than what was meant: a key given
+    twice in one mapping is an error (not "the last one wins"), and so is a number with a leading
+    zero (YAML 1.1 reads ``0200`` as octal 128); integers are decimal only (``0x400`` is text).
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue  # an unhashable key: the base class reports it
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {quote(key)} is given twice (first on line {first.line + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+_LEADING_ZERO = "tag:topo,2026:leading-zero-number"
+
+
+def _refuse_leading_zero(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_scalar(node)
+    raise yaml.constructor.ConstructorError(
+        None, None, f"{value} has a leading zero, which YAML 1.1 reads as octal; write it in decimal "
+                    f"without the zero (or quote it if it is text)", node.start_mark)
 
 
 _SpecLoader.yaml_implicit_resolvers = {
@@ -393,9 +528,11 @@ _SpecLoader.yaml_implicit_resolvers = {
 }
 _SpecLoader.add_implicit_resolver(
     "tag:yaml.org,2002:int",
-    re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"),
+    re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$"),  # decimal only: 0x10 and 0b10 stay text
     list("-+0123456789"),
 )
+_SpecLoader.add_implicit_resolver(_LEADING_ZERO, re.compile(r"^[-+]?0[0-9_]+$"), list("-+0"))
+_SpecLoader.add_constructor(_LEADING_ZERO, _refuse_leading_zero)
 _SpecLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?"
@@ -408,6 +545,8 @@ def parse_yaml(text: str, where: str) -> Any:
     """YAML text as data (without base-60 numbers), or SpecError ``"<where>: malformed YAML at ..."``."""
     try:
         return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
+    except RecursionError:
+        raise SpecError([f"{where}: malformed YAML: nested too deeply"]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -419,9 +558,9 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML spec file into a mapping, or raise SpecError saying what is wrong with it."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError([f"spec file {path}: cannot read it ({exc.strerror or exc})"]) from None
+        text = read_text(path)
+    except InputFileError as exc:
+        raise SpecError([f"spec file {exc}"]) from None
     data = parse_yaml(text, f"spec file {path}")
     if data is None:
         data = {}
@@ -435,7 +574,7 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
 
 def load_spec(
     data: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None,
-    base_dir: str | Path | None = None,
+    base_dir: str | Path | None = None, notes: list[str] | None = None,
 ) -> FabricSpec:
     """Validate a spec mapping (plus overrides, e.g. CLI flags) into a :class:`FabricSpec`.
 
@@ -448,6 +587,9 @@ def load_spec(
     base_dir : path, optional
         Folder that a ``hostnames`` CSV path in ``data`` is relative to (the spec file's folder);
         a path given in ``overrides`` is relative to the working folder.
+    notes : list, optional
+        Receives a line for each value read in a unit the user may not have meant (``gpus: 16k``
+        is 16,384: a binary k, as GPU counts are quoted).
 
     Raises
     ------
@@ -471,7 +613,7 @@ def load_spec(
     problems: list[str] = []
     for key in merged:
         if key not in _READERS:
-            problems.append(f"unknown field {key!r}{did_you_mean(str(key), FIELDS)}")
+            problems.append(f"unknown field {quote(key)}{did_you_mean(str(key), FIELDS)}")
     values: dict[str, Any] = {}
     for key, reader in _READERS.items():
         if key not in merged:
@@ -480,6 +622,10 @@ def load_spec(
             values[key] = reader(merged[key])
         except ValueError as exc:
             problems.append(f"{key}: {exc}")
+            continue
+        raw = merged[key]
+        if notes is not None and key == "gpus" and isinstance(raw, str) and raw.strip()[-1:] in _COUNT_UNITS:
+            notes.append(f"gpus: {raw.strip()} read as {values[key]:,} GPUs (k = 1,024, M = 1,048,576)")
     if "gpus" not in merged:
         problems.append("gpus: required (how many GPUs the fabric connects), e.g. gpus: 1024")
 
@@ -508,19 +654,26 @@ def _resolve_hostnames(values: dict[str, Any], overrides: Mapping[str, Any],
             names = hostnames_from_pattern(default_hostname(values["name"], nodes), values["name"], nodes)
             source = "the default pattern"
         else:
-            path = Path(given)
-            if not path.is_absolute() and overrides.get("hostnames") is None and base_dir is not None:
-                path = Path(base_dir) / path
+            path = hostnames_file(given, overrides.get("hostnames") is not None, base_dir)
             if given.lower().endswith(".csv") or path.is_file():
                 names = read_hostname_table(path, nodes)
                 values["hostname_table"] = tuple(names)
                 source = str(path)
             else:
                 names = hostnames_from_pattern(given, values["name"], nodes)
-                source = f"pattern {given!r}"
+                source = f"pattern {quote(given)}"
         check_hostnames(names, source)
     except ValueError as exc:
         problems.append(f"hostnames: {exc}")
+
+
+def hostnames_file(given: str, from_flag: bool, base_dir: str | Path | None) -> Path:
+    """Where a ``hostnames`` value would be read as a CSV table: relative to the spec file's folder
+    when the spec file names it, to the working folder when a flag does."""
+    path = Path(given)
+    if not path.is_absolute() and not from_flag and base_dir is not None:
+        path = Path(base_dir) / path
+    return path
 
 
 def _merge_switch_model(values: dict[str, Any], given: Mapping[str, Any], problems: list[str]) -> None:

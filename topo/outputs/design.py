@@ -17,7 +17,8 @@ import yaml
 from .. import __version__
 from ..fabric import LINK_KINDS, Fabric
 from ..servers import server_profiles
-from ..spec import HOSTNAMES_CSV
+from ..inputs import read_text
+from ..spec import HOSTNAMES_CSV, FabricSpec
 from .summary import Summary
 
 if TYPE_CHECKING:
@@ -39,17 +40,18 @@ def design_devices(fabric: Fabric) -> list[dict[str, Any]]:
     return [{"name": name, **nodes[name]} for name in fabric.names]
 
 
-def design_json(fabric: Fabric, spec: dict[str, Any] | None = None) -> str:
+def design_json(fabric: Fabric, spec: dict[str, Any] | None = None, version: str = __version__) -> str:
     """The resolved design: spec, sizing, devices and every link with both ends' ports.
 
     One device or link per line, so the file diffs well and stays fast to write at 100,000+ GPUs.
     ``a`` is a link's lower-tier end; ``a_port`` is a NIC index (from 0) on a server and a port
     number (from 1) on a switch; ``lane`` is the breakout lane of the leaf port on node-leaf links.
+    ``version`` is the topo version the file names (another one's, to compare with its file).
     """
     links = fabric.links
     names = fabric.names
     head = {
-        "topo_version": __version__,
+        "topo_version": version,
         "spec": spec if spec is not None else fabric.spec.to_dict(),
         "plan": fabric.plan.to_dict(),
     }
@@ -76,9 +78,9 @@ def design_json(fabric: Fabric, spec: dict[str, Any] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _server_file(fabric: Fabric, base_dir: str | Path | None) -> Path | None:
+def server_file(spec: FabricSpec, base_dir: str | Path | None) -> Path | None:
     """The user's server profile file, when the spec names one (not a shipped profile)."""
-    name = fabric.spec.server
+    name = spec.server
     if name is None or name in server_profiles():
         return None
     path = Path(name)
@@ -89,10 +91,10 @@ def spec_and_inputs(fabric: Fabric, base_dir: str | Path | None = None) -> tuple
     """The spec as a build folder records it, and the copies of the input files it names."""
     spec = fabric.spec.to_dict()
     files: dict[str, str] = {}
-    server_file = _server_file(fabric, base_dir)
-    if server_file is not None:
-        copy = f"{INPUTS}/{server_file.name}"  # same file name: a profile without name: keeps its name
-        files[copy] = server_file.read_text(encoding="utf-8")
+    profile = server_file(fabric.spec, base_dir)
+    if profile is not None:
+        copy = f"{INPUTS}/{profile.name}"  # same file name: a profile without name: keeps its name
+        files[copy] = read_text(profile)
         spec["server"] = copy
     return spec, files
 
