@@ -21,6 +21,7 @@ from .cabling import cabling_files, plan_cabling
 from .configs import CONFIG_OUTPUTS, config_files
 from .design import core_files, spec_and_inputs
 from .exports import EXPORT_OUTPUTS, FULL_DOT_MAX_LINKS, export_files
+from .manifest import with_manifest
 from .nccl import NCCL_OUTPUTS, nccl_files
 from .placement import PLACEMENT_OUTPUTS, placement_files
 from .summary import Summary
@@ -101,7 +102,8 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
                 base_dir: str | Path | None = None, cabling: "Cabling | None" = None,
                 server: "ServerProfile | None" = None,
                 progress: Callable[[int], None] | None = None, workers: int = 1) -> Iterator[tuple[str, str]]:
-    """Every file of a build folder as ``(path, text)``, made one after the other.
+    """Every file of a build folder as ``(path, text)``, made one after the other; the last is the
+    build stamp (:mod:`topo.outputs.manifest`) that lists the others.
 
     ``configs`` false (or an InfiniBand switch model) leaves out the switch and host configs and the
     containerlab lab. ``progress(switches_done)`` follows the switch configs, the longest part,
@@ -111,6 +113,13 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     configs = configs and is_ethernet(fabric)
     cabling = cabling if cabling is not None else plan_cabling(fabric)
     server = server if server is not None else resolve_server(fabric.spec, base_dir)
+    yield from with_manifest(_files(fabric, summary, analysis, user_dirs, configs, base_dir, cabling, server,
+                                    progress, workers))
+
+
+def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_dirs: tuple,
+           configs: bool, base_dir: str | Path | None, cabling: "Cabling", server: "ServerProfile",
+           progress: Callable[[int], None] | None, workers: int) -> Iterator[tuple[str, str]]:
     env = template_environment(user_dirs)
     yield from core_files(fabric, summary, analysis, cabling, base_dir).items()
     yield from placement_files(fabric, env).items()
