@@ -7,11 +7,15 @@ a spec or its values is exit status 1 with one line per problem; a malformed fla
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import signal
 import sys
 import time
 from contextlib import contextmanager
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -21,17 +25,20 @@ import yaml
 from . import __version__
 from .addressing import check_addressing
 from .catalog import switch_catalog
-from .errors import AnalysisError, TopoError
-from .fabric import build_fabric, is_ethernet
+from .errors import AnalysisError, TopoError, quote
+from .fabric import build_fabric, check_memory, is_ethernet
 from .servers import resolve_server, server_profiles
 from .sizing import plan_fabric
-from .spec import FabricSpec, load_spec, read_spec_file
+from .spec import FabricSpec, hostnames_file, load_spec, read_spec_file
 from .analysis.analyze import DEFAULT_SIZES, Analysis, AnalysisOptions, analyze
 from .outputs.build import build_files, template_sources
 from .outputs.cabling import plan_cabling
 from .outputs.summary import Summary, summarize
 from .outputs.templating import format_size
-from .outputs.writer import check_output_dir, write_tree
+from .outputs.check import check_folder, design_problems
+from .outputs.design import server_file
+from .outputs.manifest import NotABuild, read_manifest
+from .outputs.writer import OutputFolder
 
 
 class TopoClickError(click.ClickException):
@@ -118,13 +125,13 @@ class Progress:
 
 SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("name", "--name", {"help": "Fabric name, the prefix of switch and host names [cluster]."}),
-    ("gpus", "--gpus", {"type": click.INT, "help": "GPUs to connect (required here or in the spec file)."}),
+    ("gpus", "--gpus", {"metavar": "N", "help": "GPUs to connect, e.g. 1024 or 16k (k = 1,024) (required here or in the spec file)."}),
     ("gpus_per_node", "--gpus-per-node", {"type": click.INT, "help": "GPUs per server [8]."}),
     ("nics_per_node", "--nics-per-node", {"type": click.INT, "help": "NICs (rails) per server [one per GPU]."}),
-    ("nic_gbps", "--nic-gbps", {"type": click.INT, "help": "NIC speed in Gb/s [400]."}),
+    ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [400]."}),
     ("switch", "--switch", {"help": "Switch model from the catalogue (see 'topo switches'); sets radix and port speed."}),
     ("radix", "--radix", {"type": click.INT, "help": "Ports per switch [64]."}),
-    ("port_gbps", "--port-gbps", {"type": click.INT, "help": "Switch port speed in Gb/s [400]."}),
+    ("port_gbps", "--port-gbps", {"metavar": "GBPS", "help": "Switch port speed in Gb/s: 400, 800G or 1.6T [400]."}),
     ("tiers", "--tiers", {"type": click.Choice(["auto", "2", "3"]), "help": "Switch tiers [auto: fewest that fit]."}),
     ("oversubscription", "--oversubscription", {"help": "Leaf downlink:uplink bandwidth, e.g. 1, 3 or 3:1 [1]."}),
     ("spine_oversubscription", "--spine-oversubscription", {"help": "Spine downlink:uplink bandwidth, three tiers [1]."}),
@@ -146,10 +153,19 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def spec_options(func: Callable) -> Callable:
-    """``-f SPEC`` plus one flag per spec field; flags override the file."""
+#: Spec fields that only the build's files use (addresses, BGP, QoS, cables, names, NCCL): the
+#: analysis accepts them, from a spec file or a flag, but its --help does not list them.
+BUILD_ONLY_FIELDS = ("loopback_pool", "p2p_pool", "host_pool", "asn_size", "unnumbered", "bfd", "qos", "mtu",
+                     "cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m", "hostnames", "server")
+
+
+def spec_options(func: Callable | None = None, *, hide: tuple[str, ...] = ()) -> Callable:
+    """``-f SPEC`` plus one flag per spec field; flags override the file. Fields in ``hide`` are
+    accepted but left out of --help."""
+    if func is None:
+        return lambda f: spec_options(f, hide=hide)
     for field, flag, kwargs in reversed(SPEC_FLAGS):
-        func = click.option(flag, field, **{"default": None, **kwargs})(func)
+        func = click.option(flag, field, **{"default": None, **kwargs, "hidden": field in hide})(func)
     func = click.option(
         "-f", "--file", "spec_file", type=click.Path(dir_okay=False, path_type=Path),
         help="YAML spec file; flags override its fields.",
@@ -173,31 +189,56 @@ def format_option(func: Callable) -> Callable:
     )(func)
 
 
-def spec_from_cli(spec_file: Path | None, fields: dict[str, Any]) -> FabricSpec:
+def spec_from_cli(spec_file: Path | None, fields: dict[str, Any], progress: "Progress | None" = None) -> FabricSpec:
     data = read_spec_file(spec_file) if spec_file else {}
-    return load_spec(data, fields, base_dir=spec_file.parent if spec_file else None)
+    notes: list[str] = []
+    spec = load_spec(data, fields, base_dir=spec_file.parent if spec_file else None, notes=notes)
+    for note in notes:
+        if progress is not None:
+            progress.say(note)
+    return spec
 
 
+#: Message size units: K, M, G, T (and KiB ... TiB) are binary, as in nccl-tests; KB ... TB decimal.
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20,
-          "G": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TIB": 1 << 40}
+          "G": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TIB": 1 << 40,
+          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+#: Largest message size and most sizes one analysis takes.
+MAX_SIZE = 1 << 40
+MAX_SIZES = 64
+_SIZE = re.compile(r"(\d{1,13}(?:\.\d{1,6})?)\s*([A-Za-z]{0,3})")
 
 
 def parse_size(text: str) -> int:
-    """``"1M"``, ``"1MiB"``, ``"8G"`` or ``"4096"`` -> bytes (binary units).
+    """``"1M"``, ``"1MiB"``, ``"8G"`` or ``"4096"`` -> bytes (binary units); ``"8GB"`` is decimal.
 
-    >>> parse_size("8GiB"), parse_size("1m"), parse_size("4096")
-    (8589934592, 1048576, 4096)
+    >>> parse_size("8GiB"), parse_size("1m"), parse_size("4096"), parse_size("1GB")
+    (8589934592, 1048576, 4096, 1000000000)
     """
-    body = text.strip().upper()
-    number = body.rstrip("BKMGTI")
-    unit = body[len(number):]
-    try:
-        value = float(number)
-    except ValueError:
-        raise ValueError(text) from None
-    if unit not in _UNITS or value <= 0:
+    match = _SIZE.fullmatch(text.strip())
+    unit = match.group(2).upper() if match else ""
+    if not match or unit not in _UNITS:
         raise ValueError(text)
-    return int(value * _UNITS[unit])
+    size = int(Fraction(match.group(1)) * _UNITS[unit])
+    if not 1 <= size <= MAX_SIZE:
+        raise ValueError(text)
+    return size
+
+
+def size_note(text: str) -> str | None:
+    """A line saying which unit a decimal size took (``8GB`` is 8,000,000,000 bytes, not 8 GiB)."""
+    unit = text.strip().upper().lstrip("0123456789. ")
+    if unit in ("KB", "MB", "GB", "TB"):
+        binary = text.strip()[:-1].rstrip("bB").rstrip() or text
+        return (f"--sizes {text.strip()}: {parse_size(text):,} bytes ({unit} is decimal; "
+                f"{binary} or {binary}iB is {parse_size(binary):,})")
+    return None
+
+
+class Sizes(tuple):
+    """Message sizes in bytes, with a line for each size given in a decimal unit."""
+
+    notes: tuple[str, ...] = ()
 
 
 class SizeList(click.ParamType):
@@ -206,17 +247,23 @@ class SizeList(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> tuple[int, ...]:
         if isinstance(value, tuple):
             return value
+        parts = [part for part in str(value).split(",") if part.strip()]
+        if len(parts) > MAX_SIZES:
+            self.fail(f"{len(parts)} sizes; at most {MAX_SIZES}", param, ctx)
         try:
-            return tuple(parse_size(part) for part in str(value).split(",") if part.strip())
+            sizes = Sizes(parse_size(part) for part in parts)
         except ValueError as exc:
-            self.fail(f"{exc.args[0]!r} is not a size such as 1M, 256MiB, 8G or 4096", param, ctx)
+            self.fail(f"{quote(exc.args[0])} is not a size from 1 byte to 1 TiB, such as 1M, 256MiB, 8G, 8GB "
+                      f"or 4096", param, ctx)
+        sizes.notes = tuple(note for note in map(size_note, parts) if note)
+        return sizes
 
 
 ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("job_gpus", "--job-gpus", {"type": click.INT, "help": "GPUs of the job that all-reduces [all]."}),
     ("order", "--order", {"type": click.Choice(["topology", "random"]), "default": "topology", "show_default": True,
                           "help": "Rank order: keep scalable units and leaves together, or shuffled."}),
-    ("seed", "--seed", {"type": click.INT, "default": 0, "show_default": True,
+    ("seed", "--seed", {"type": click.IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
                         "help": "Seed of --order random, --fail-random and random bisection splits."}),
     ("algo", "--algo", {"type": click.Choice(["ring", "tree"]), "default": "ring", "show_default": True,
                         "help": "All-reduce algorithm: ring, or NCCL's double binary tree."}),
@@ -224,7 +271,7 @@ ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
                               "help": "ECMP hashing per queue pair, or adaptive routing (ideal spraying)."}),
     ("qps", "--qps", {"type": click.INT, "default": 1, "show_default": True,
                       "help": "Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION)."}),
-    ("hash_seed", "--hash-seed", {"type": click.INT, "default": 0, "show_default": True,
+    ("hash_seed", "--hash-seed", {"type": click.IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
                                   "help": "Seed of the switches' ECMP hash."}),
     ("cc", "--cc", {"type": click.Choice(["ecn", "pfc"]), "default": "ecn", "show_default": True,
                     "help": "Congestion control: ECN/DCQCN (max-min fair) or PFC alone (pause spreading)."}),
@@ -240,7 +287,7 @@ ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
                         "help": "Fail a switch, a server, or the link on one port (repeatable)."}),
     ("fail_random", "--fail-random", {"type": click.FLOAT, "default": 0.0, "metavar": "FRACTION",
                                       "help": "Fail this fraction of switch-to-switch links at random (--seed)."}),
-    ("random_splits", "--random-splits", {"type": click.INT, "default": 4, "show_default": True,
+    ("random_splits", "--random-splits", {"type": click.IntRange(0, 64), "default": 4, "show_default": True,
                                           "help": "Random balanced splits that max-flow checks for bisection."}),
 ]
 
@@ -252,17 +299,21 @@ def analysis_options(func: Callable) -> Callable:
     return func
 
 
-def options_from_cli(fields: dict[str, Any]) -> AnalysisOptions:
+def options_from_cli(fields: dict[str, Any], progress: "Progress | None" = None) -> AnalysisOptions:
     values = {name: fields.pop(name) for name, _, _ in ANALYSIS_FLAGS}
     values["fail"] = tuple(values["fail"])
     if values["sizes"] is None:
         values["sizes"] = DEFAULT_SIZES
+    for note in getattr(values["sizes"], "notes", ()):
+        if progress is not None:
+            progress.say(note)
+    values["sizes"] = tuple(values["sizes"])
     return AnalysisOptions(**values)
 
 
 def emit(data: dict[str, Any], fmt: str, table: Callable[[], str]) -> None:
     if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(data, indent=2, allow_nan=False))
     elif fmt == "yaml":
         click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     else:
@@ -438,10 +489,100 @@ def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
+def build_inputs(spec: FabricSpec, spec_file: Path | None, server_base: Path | None, flags: dict[str, Any],
+                 templates: tuple[Path, ...]) -> list[Path]:
+    """Every file and folder a build reads: the output folder may not hold any of them."""
+    paths = [*templates] + ([spec_file] if spec_file is not None else [])
+    if spec.hostname_table is not None and spec.hostnames is not None:
+        paths.append(hostnames_file(spec.hostnames, flags.get("hostnames") is not None,
+                                    spec_file.parent if spec_file else None))
+    profile = server_file(spec, server_base)
+    if profile is not None:
+        paths.append(profile)
+    return paths
+
+
 # --- commands --------------------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+#: Exit status of an interrupted command (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
+
+
+class TopoGroup(click.Group):
+    """The command group, ending every run with a documented exit status and no traceback for a
+    user's action: 1 for a mistake in the input, 2 for a malformed command line, 130 for Ctrl-C
+    and 143 for SIGTERM (after the command has cleaned up: no temporary folder stays), and a quiet
+    exit when the reader of stdout goes away (``topo switches | head -1``)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            with _interrupts_as_keyboard_interrupt():
+                super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except (click.Abort, KeyboardInterrupt) as exc:  # click turns KeyboardInterrupt into Abort
+            if isinstance(exc, _Terminated) or isinstance(exc.__cause__, _Terminated):
+                _echo_safely("Error: terminated", err=True)
+                sys.exit(128 + signal.SIGTERM)
+            _echo_safely("Error: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _quiet_stdout()
+            sys.exit(1)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                _quiet_stdout()
+                sys.exit(1)
+            raise
+        sys.exit(0)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command runs so that it cleans up as for Ctrl-C."""
+
+
+@contextmanager
+def _interrupts_as_keyboard_interrupt() -> Iterator[None]:
+    """SIGTERM raises _Terminated (a KeyboardInterrupt) in the main process while a command runs."""
+    def stop(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (e.g. a test runner's thread)
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _echo_safely(text: str, err: bool = False) -> None:
+    try:
+        click.echo(text, err=err)
+    except OSError:
+        pass
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+@click.group(cls=TopoGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="topo", message="%(prog)s %(version)s")
 def main() -> None:
     """Design the network fabric of a GPU training cluster.
@@ -459,7 +600,7 @@ def main() -> None:
 @click.option("--force", is_flag=True, help="Replace an existing non-empty output folder.")
 @click.option("--no-analysis", is_flag=True, help="Skip the analysis (analysis.json and the headline figures).")
 @click.option("--no-configs", is_flag=True, help="Skip the switch and host configs.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None,
               help="Processes that render switch configs [one per CPU].")
 @templates_option
 @format_option
@@ -479,29 +620,32 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
     with user_errors():
         # a server profile path is relative to the spec file when the file names it, else to here
         base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
-        spec = spec_from_cli(spec_file, fields)
+        spec = spec_from_cli(spec_file, fields, progress)
         out = output or Path(f"{spec.name}-{spec.gpus}gpus")
-        check_output_dir(out, force)
-        check_addressing(spec, plan_fabric(spec))  # refuse an impossible spec before any work
+        folder = OutputFolder(out, force, build_inputs(spec, spec_file, base_dir, fields, templates))
+        plan = plan_fabric(spec)
+        check_addressing(spec, plan)  # refuse an impossible spec before any work
+        check_memory(spec, plan)
         server = resolve_server(spec, base_dir)
-        with progress.stage(f"building {spec.gpus:,} GPUs"):
-            fabric = build_fabric(spec)
-        summary = summarize(fabric)
-        analysis = None
-        if not no_analysis:
-            with progress.stage("analysing"):
-                analysis = analyze(fabric)
-        configs = not no_configs and is_ethernet(fabric)
-        if not no_configs and not configs:
-            progress.say(f"no switch configs: switch={spec.switch} is an InfiniBand model")
-        switches = len(fabric.names) - fabric.plan.nodes
-        cabling = plan_cabling(fabric)
-        files = build_files(
-            fabric, summary, analysis, templates, configs, base_dir, cabling, server,
-            progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
-            workers=jobs or os.cpu_count() or 1)
-        with progress.stage(f"writing {out}/"):
-            count = write_tree(out, files, force=force)
+        with folder:
+            with progress.stage(f"building {spec.gpus:,} GPUs"):
+                fabric = build_fabric(spec)
+            summary = summarize(fabric)
+            analysis = None
+            if not no_analysis:
+                with progress.stage("analysing"):
+                    analysis = analyze(fabric)
+            configs = not no_configs and is_ethernet(fabric)
+            if not no_configs and not configs:
+                progress.say(f"no switch configs: switch={spec.switch} is an InfiniBand model")
+            switches = len(fabric.names) - fabric.plan.nodes
+            cabling = plan_cabling(fabric)
+            files = build_files(
+                fabric, summary, analysis, templates, configs, base_dir, cabling, server,
+                progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
+                workers=jobs or os.cpu_count() or 1)
+            with progress.stage(f"writing {out}/"):
+                count = folder.write(files)
         progress.say(f"wrote {count:,} files")
         if server.generic:
             progress.say(f"warning: no shipped server profile has {spec.gpus_per_node} GPUs and "
@@ -518,15 +662,18 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
 
 @main.command(name="analyze")
 @click.argument("design", required=False, type=click.Path(file_okay=False, path_type=Path))
-@spec_options
+@spec_options(hide=BUILD_ONLY_FIELDS)
 @analysis_options
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet: bool, **fields: Any) -> None:
     """Hops, bisection bandwidth, ECMP width and the same-rank all-reduce of a fabric.
 
-    DESIGN is a folder written by 'topo build' (its spec.yaml is read and the fabric rebuilt, flags
-    override it); without it, the spec comes from -f and the spec flags, as for 'topo build'.
+    DESIGN is a folder written by 'topo build': its spec.yaml is read, the fabric rebuilt and
+    checked against the folder's design.json (a folder edited since the build is refused; spec
+    flags override the folder's spec, and then the check is skipped). Without DESIGN, the spec
+    comes from -f and the spec flags, as for 'topo build'. Spec fields that only the build's files
+    use (addresses, BGP, QoS, cables, host names, server profile) are accepted but not listed here.
 
     \b
     Examples:
@@ -538,21 +685,91 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
     """
     progress = Progress(quiet)
     with user_errors():
-        options = options_from_cli(fields)
+        options = options_from_cli(fields, progress)
         if design is not None:
             if spec_file is not None:
                 raise click.UsageError("give a design folder or -f SPEC, not both")
             spec_file = design / "spec.yaml"
             if not spec_file.is_file():
                 raise AnalysisError([f"{design} is not a design folder written by topo build: no spec.yaml"])
-        spec = spec_from_cli(spec_file, fields)
+        overridden = any(value is not None for value in fields.values())
+        spec = spec_from_cli(spec_file, fields, progress)
         options.check()
         check_addressing(spec, plan_fabric(spec))
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
+        if design is not None and not overridden:
+            problems = design_problems(design, fabric)
+            if problems:
+                raise AnalysisError([*problems, f"rebuild it (topo build -f {spec_file} -o NEW) or see what "
+                                                f"changed with topo check {design}"])
         with progress.stage("analysing"):
             result = analyze(fabric, options)
     emit(result.to_dict(), fmt, lambda: analysis_table(result))
+
+
+@main.command(name="check")
+@click.argument("design", type=click.Path(file_okay=False, path_type=Path))
+@templates_option
+@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None,
+              help="Processes that render switch configs [one per CPU].")
+@format_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, fmt: str, quiet: bool) -> None:
+    """Check a build folder whole: for a CI job that must fail when a design drifts.
+
+    Every file is as the folder's topo-build.json lists it, and nothing else is there; the fabric
+    rebuilt from its spec.yaml renders every file to the same bytes (give the --templates the build
+    used); and the switch configs agree end to end with the cabling: every switch-to-switch link
+    has a BGP session on both ends, each naming the other end's address and ASN. Exit status 0
+    when all holds, 1 with one line per problem otherwise.
+
+    \b
+    Examples:
+      topo check cluster-1024gpus
+      topo check design --templates site-templates --format json
+    """
+    progress = Progress(quiet)
+    with user_errors():
+        spec_file = design / "spec.yaml"
+        if not spec_file.is_file():
+            raise AnalysisError([f"{design} is not a design folder written by topo build: no spec.yaml"])
+        spec = spec_from_cli(spec_file, {}, progress)
+        check_addressing(spec, plan_fabric(spec))
+        with progress.stage(f"building {spec.gpus:,} GPUs"):
+            fabric = build_fabric(spec)
+        try:
+            listed = read_manifest(design)
+        except NotABuild:
+            listed = {}
+        analysis = None
+        if "analysis.json" in listed:
+            with progress.stage("analysing"):
+                analysis = analyze(fabric)
+        configs = any(path.startswith("switches/") for path in listed)
+        switches = len(fabric.names) - fabric.plan.nodes
+
+        def render() -> Iterator[tuple[str, str]]:
+            return build_files(
+                fabric, summarize(fabric), analysis, templates, configs, design,
+                progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
+                workers=jobs or os.cpu_count() or 1)
+
+        with progress.stage(f"checking {design}/"):
+            report = check_folder(design, fabric, render)
+    data = report.to_dict()
+    summary = (f"{design}: {report.files:,} files as the stamp lists them and as {spec_file} gives them"
+               + (f"; {report.sessions:,} BGP session ends consistent with the cabling" if report.sessions else ""))
+    if fmt == "table":
+        if report.ok:
+            click.echo(summary)
+        else:
+            for problem in report.problems:
+                click.echo(f"Error: {problem}", err=True)
+    else:
+        emit(data, fmt, lambda: summary)
+    if not report.ok:
+        raise SystemExit(1)
 
 
 @main.command(name="templates")

@@ -29,6 +29,8 @@ from .updown import updown
 MIB = 1 << 20
 GIB = 1 << 30
 #: 1 MiB to 8 GiB in steps of 4x, and 8 GiB itself.
+#: Largest message size an analysis takes.
+MAX_SIZE_BYTES = 1 << 40
 DEFAULT_SIZES = (MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB, 4 * GIB, 8 * GIB)
 #: Measured NDR 400G all-reduce busbw per NIC is 46-48 GB/s of a 50 GB/s line rate: 47/50.
 DEFAULT_LINK_EFFICIENCY = 0.94
@@ -64,14 +66,19 @@ class AnalysisOptions:
                 problems.append(f"--{name} {value}: expected one of {', '.join(allowed)}")
         if not 1 <= self.qps <= 256:
             problems.append(f"--qps {self.qps}: must be from 1 to 256 queue pairs per connection")
-        if not 0 < self.link_efficiency <= 1:
+        if not 0 < self.link_efficiency <= 1:  # also refuses NaN
             problems.append(f"--link-efficiency {self.link_efficiency}: must be in (0, 1]")
-        if self.switch_latency_ns < 0 or self.step_latency_us < 0:
-            problems.append("latencies must not be negative")
-        if not self.sizes or min(self.sizes) <= 0:
-            problems.append("--sizes: message sizes must be positive byte counts")
-        if self.random_splits < 0:
-            problems.append(f"--random-splits {self.random_splits}: must not be negative")
+        for flag, value, high in (("--switch-latency-ns", self.switch_latency_ns, 1e6),
+                                  ("--step-latency-us", self.step_latency_us, 1e6)):
+            if not 0 <= value <= high:  # also refuses NaN and infinity
+                problems.append(f"{flag} {value}: must be from 0 to {high:,.0f}")
+        if not self.sizes or min(self.sizes) <= 0 or max(self.sizes) > MAX_SIZE_BYTES or len(self.sizes) > 64:
+            problems.append("--sizes: at most 64 message sizes, each from 1 byte to 1 TiB")
+        if not 0 <= self.random_splits <= 64:
+            problems.append(f"--random-splits {self.random_splits}: must be from 0 to 64")
+        for flag, value in (("--seed", self.seed), ("--hash-seed", self.hash_seed)):
+            if not 0 <= value < 2**32:
+                problems.append(f"{flag} {value}: must be from 0 to {2**32 - 1:,}")
         if problems:
             raise AnalysisError(problems)
 

@@ -11,9 +11,11 @@ bulk; each switch's dict is made when its files are rendered, so memory stays fl
 from __future__ import annotations
 
 import csv
+import ctypes
 import io
 import json
 import multiprocessing
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -319,7 +321,7 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     done = 0
     if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("fork")
-        with context.Pool(workers, initializer=_init_worker, initargs=(fabric, tuple(user_dirs))) as pool:
+        with context.Pool(workers, initializer=_init_pool_worker, initargs=(fabric, tuple(user_dirs))) as pool:
             for files in pool.imap(_render_chunk, chunks):
                 yield from files
                 done += len(files) // 2
@@ -348,6 +350,25 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
 #: Switches rendered per task (one worker task, one progress step).
 CONFIG_CHUNK = 32
 _WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None}
+
+
+def _init_pool_worker(fabric: Fabric, user_dirs: tuple) -> None:
+    """A worker process: Ctrl-C is the parent's to handle (it stops the pool), and SIGTERM, which
+    the parent sends to stop the pool, ends the worker at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _end_with_parent()
+    _init_worker(fabric, user_dirs)
+
+
+def _end_with_parent() -> None:
+    """Linux: a SIGTERM to this worker when the process that forked it dies (even by SIGKILL), so that
+    no worker is left waiting for work that will never come."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _init_worker(fabric: Fabric, user_dirs: tuple) -> None:

@@ -1,0 +1,223 @@
+"""Checking a build folder against the fabric it describes: ``topo check DIR`` and ``topo analyze DIR``.
+
+A build folder says what it holds in its stamp (``topo-build.json``: every file and its SHA-256).
+:func:`design_problems` is the quick check ``topo analyze DIR`` makes before it trusts a folder:
+``spec.yaml`` and ``design.json`` are as topo wrote them, and ``design.json`` is the fabric that
+``spec.yaml`` builds. :func:`check_folder` is the whole check for a user's CI: every file is as
+the stamp lists it and nothing else is there; the fabric rebuilt from ``spec.yaml`` renders every
+file to the same bytes; and the switch configs on disk agree end to end with the cabling (every
+switch-to-switch link has a BGP session on both ends, each naming the other's ASN and address).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..addressing import sonic_port_name
+from ..fabric import Fabric, is_ethernet
+from ..inputs import MAX_SPEC_BYTES
+from .design import design_json, spec_and_inputs
+from .manifest import MANIFEST, NotABuild, digest, foreign_entries, read_manifest
+
+#: Most problems of one kind listed by name (the rest are counted).
+SHOWN = 10
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file, read in blocks."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _version(path: Path) -> str | None:
+    """The topo version a design.json names (its first lines)."""
+    with open(path, "rb") as f:
+        head = f.read(4096).decode("utf-8", errors="replace")
+    match = re.search(r'"topo_version": "([^"\\]{1,40})"', head)
+    return match.group(1) if match else None
+
+
+def design_problems(folder: Path, fabric: Fabric) -> list[str]:
+    """Why ``folder``'s spec.yaml and design.json do not describe ``fabric`` (empty: they do).
+
+    ``fabric`` is the one built from the folder's own ``spec.yaml``.
+    """
+    folder = Path(folder)
+    try:
+        listed: dict[str, str] | None = read_manifest(folder)
+    except NotABuild:
+        listed = None  # a folder of an earlier topo: design.json is still compared below
+    problems = []
+    for name in ("spec.yaml", "design.json"):
+        path = folder / name
+        if not path.is_file():
+            problems.append(f"{path} is missing")
+        elif listed is not None and name in listed and file_digest(path) != listed[name]:
+            problems.append(f"{path} was changed after topo wrote it (its SHA-256 is not the one {MANIFEST} "
+                            f"lists)")
+    if problems:
+        return problems
+    path = folder / "design.json"
+    spec, _ = spec_and_inputs(fabric, folder)
+    expected = design_json(fabric, spec, _version(path) or "")
+    if digest(expected) != file_digest(path):
+        problems.append(f"{path} does not describe the fabric that {folder / 'spec.yaml'} builds (edited, or "
+                        f"written by another topo)")
+    return problems
+
+
+@dataclass
+class FolderCheck:
+    """What :func:`check_folder` found."""
+
+    folder: str
+    files: int = 0  #: files the stamp lists
+    sessions: int = 0  #: BGP sessions checked end to end (both ends of a switch-to-switch link)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"folder": self.folder, "ok": self.ok, "files": self.files, "bgp_sessions": self.sessions,
+                "problems": list(self.problems)}
+
+
+def _listing(what: str, names: list[str], sep: str = ", ") -> str:
+    """``what (count): a, b, c and N more``."""
+    shown = sep.join(names[:SHOWN]) + (f" and {len(names) - SHOWN:,} more" if len(names) > SHOWN else "")
+    return f"{what} ({len(names):,}): {shown}"
+
+
+def check_folder(folder: Path, fabric: Fabric, render: Callable[[], Iterable[tuple[str, str]]]) -> FolderCheck:
+    """Check a build folder whole.
+
+    Parameters
+    ----------
+    folder : path
+        The build folder.
+    fabric : Fabric
+        The fabric built from the folder's ``spec.yaml``.
+    render : callable
+        Makes the folder's file set again (as ``topo build`` made it), as ``(path, text)`` pairs.
+    """
+    folder = Path(folder)
+    report = FolderCheck(str(folder))
+    try:
+        listed = read_manifest(folder)
+    except NotABuild as exc:
+        report.problems.append(str(exc))
+        return report
+    report.files = len(listed)
+    missing = [p for p in listed if not (folder / p).is_file() or (folder / p).is_symlink()]
+    changed = [p for p in listed if p not in missing and file_digest(folder / p) != listed[p]]
+    foreign = foreign_entries(folder, listed)
+    if missing:
+        report.problems.append(_listing("missing: files the stamp lists that are not there", missing))
+    if changed:
+        report.problems.append(_listing("changed since topo wrote them", changed))
+    if foreign:
+        report.problems.append(_listing("not topo's: files the stamp does not list", foreign))
+    edited = [name for name in ("spec.yaml", "design.json") if name in missing or name in changed]
+    if edited:
+        report.problems.append(f"{' and '.join(edited)} changed, so the rest of the folder cannot be checked "
+                               f"against {'it' if len(edited) == 1 else 'them'}; rebuild the folder")
+        return report
+    rendered: dict[str, str] = {}
+    for path, text in render():
+        if path != MANIFEST:
+            rendered[path] = digest(text)
+    differ = sorted(p for p in rendered if p in listed and rendered[p] != listed[p])
+    new = sorted(p for p in rendered if p not in listed)
+    gone = sorted(p for p in listed if p not in rendered)
+    if differ:
+        report.problems.append(_listing(f"not what {folder / 'spec.yaml'} gives now (edited, or written by "
+                                        f"another topo or with other templates)", differ))
+    if new:
+        report.problems.append(_listing("absent: files topo writes for this spec that the folder lacks", new))
+    if gone:
+        report.problems.append(_listing("left over: files topo no longer writes for this spec", gone))
+    if is_ethernet(fabric):
+        frr = {}
+        for v in range(fabric.first(1), len(fabric.names)):
+            path = folder / "switches" / fabric.names[v] / "frr.conf"
+            if path.is_file() and path.stat().st_size <= 16 * MAX_SPEC_BYTES:
+                frr[fabric.names[v]] = path.read_text(encoding="utf-8", errors="replace")
+        if frr:
+            sessions, problems = bgp_problems(fabric, frr)
+            report.sessions = sessions
+            if problems:
+                report.problems.append(_listing("BGP sessions that do not match the cabling", problems, "; "))
+    return report
+
+
+# --- BGP end to end ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Frr:
+    asn: int | None
+    addresses: dict[str, str]  #: interface -> address (without the prefix length)
+    neighbors: dict[str, int]  #: neighbor (an address, or an interface when unnumbered) -> remote-as
+
+
+def read_frr(text: str) -> _Frr:
+    """The ASN, interface addresses and BGP neighbors of an frr.conf, as FRR would read them."""
+    asn = re.search(r"^router bgp (\d+)$", text, re.M)
+    addresses: dict[str, str] = {}
+    interface = None
+    for line in text.splitlines():
+        if line.startswith("interface "):
+            interface = line.split()[1]
+        elif line.startswith(("exit", "!")):
+            interface = None
+        elif interface and line.startswith(" ip address "):
+            addresses[interface] = line.split()[2].split("/")[0]
+    neighbors = {n: int(a) for n, a in re.findall(r"^ neighbor (\S+) remote-as (\d+)$", text, re.M)}
+    return _Frr(int(asn.group(1)) if asn else None, addresses, neighbors)
+
+
+def bgp_problems(fabric: Fabric, frr: dict[str, str]) -> tuple[int, list[str]]:
+    """(sessions checked, problems): every switch-to-switch link of ``fabric`` has a BGP session on
+    both ends in the frr.conf texts ``frr`` (by switch name), each naming the other end's address
+    (or interface, unnumbered) and ASN; and no switch has a session the cabling does not explain."""
+    parsed = {name: read_frr(text) for name, text in frr.items()}
+    links, names = fabric.links, fabric.names
+    lanes = fabric.addressing.lanes_per_port
+    problems: list[str] = []
+    expected: dict[str, set[str]] = {name: set() for name in parsed}
+    sessions = 0
+    rows = [i for i, k in enumerate(links.kind.tolist()) if k >= 1]
+    lo, hi, lo_port, hi_port = (links.lo.tolist(), links.hi.tolist(), links.lo_port.tolist(), links.hi_port.tolist())
+    for i in rows:
+        ends = ((names[lo[i]], sonic_port_name(lo_port[i], 1, lanes, 1)),
+                (names[hi[i]], sonic_port_name(hi_port[i], 1, lanes, 1)))
+        if ends[0][0] not in parsed or ends[1][0] not in parsed:
+            continue
+        for (me, my_port), (peer, peer_port) in (ends, ends[::-1]):
+            mine, theirs = parsed[me], parsed[peer]
+            key = my_port if fabric.spec.unnumbered else theirs.addresses.get(peer_port)
+            if key is None:
+                problems.append(f"{peer}: {peer_port} (the link to {me}:{my_port}) has no address")
+                continue
+            expected[me].add(key)
+            remote = mine.neighbors.get(key)
+            if remote is None:
+                problems.append(f"{me}: no BGP session to {peer} on {my_port} (neighbor {key})")
+            elif remote != theirs.asn:
+                problems.append(f"{me}: neighbor {key} ({peer}) has remote-as {remote}, but {peer} is AS {theirs.asn}")
+            else:
+                sessions += 1
+    for name, frr_ in parsed.items():
+        extra = sorted(n for n in frr_.neighbors if n not in expected[name])
+        if extra:
+            problems.append(f"{name}: BGP neighbors no cable explains: {', '.join(extra[:SHOWN])}")
+    return sessions, problems
