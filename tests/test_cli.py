@@ -39,7 +39,7 @@ def test_build_defaults_writes_the_design_folder(tmp_path):
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md", "analysis.json", "bom.csv", "cabling.csv", "containerlab", "design.json", "graph",
-        "hosts", "nccl", "placement", "spec.yaml", "summary.json", "switches"]
+        "hosts", "nccl", "placement", "spec.yaml", "summary.json", "switches", "topo-build.json"]
     assert len(list((out / "switches").iterdir())) == 48
     assert "leaf" in result.stdout and "1,024" in result.stdout
     assert "topo: building 1,024 GPUs" in result.stderr
@@ -99,9 +99,14 @@ def test_existing_folder_is_not_overwritten_without_force(tmp_path):
     assert result.exit_code == 1
     assert "exists and is not empty; use --force" in result.stderr
     assert (out / "mine.txt").read_text() == "keep me"
-    result = run("build", "--gpus", 256, "-o", out, "--force", "-q")
+    result = run("build", "--gpus", 256, "-o", out, "--force", "-q")  # not a build folder of topo's
+    assert result.exit_code == 1 and "--force replaces only" in result.stderr
+    assert (out / "mine.txt").read_text() == "keep me"
+    (out / "mine.txt").unlink()
+    assert run("build", "--gpus", 256, "-o", out, "-q").exit_code == 0  # an empty folder is used
+    result = run("build", "--gpus", 512, "-o", out, "--force", "-q")  # topo's own folder is replaced
     assert result.exit_code == 0
-    assert not (out / "mine.txt").exists() and (out / "design.json").exists()
+    assert "gpus: 512" in (out / "spec.yaml").read_text()
 
 
 def test_empty_existing_folder_is_used(tmp_path):

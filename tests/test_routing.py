@@ -120,9 +120,10 @@ def test_job_placement_and_its_errors():
     assert job_nodes(fabric, None, "topology", 0).tolist() == list(range(128))
     shuffled = job_nodes(fabric, 256, "random", 5)
     assert len(set(shuffled.tolist())) == 32 and not np.array_equal(shuffled, np.sort(shuffled))
-    for gpus, message in ((12, "not a multiple"), (2048, "more than the fabric"), (8, "fits in one node")):
+    for gpus, message in ((12, "not a multiple"), (2048, "more than the fabric"), (0, "at least one node")):
         with pytest.raises(AnalysisError, match=message):
             job_nodes(fabric, gpus, "topology", 0)
+    assert job_nodes(fabric, 8, "topology", 0).tolist() == [0]  # one node: NVLink only, not an error
 
 
 def test_ring_connections_join_same_rank_nics():
