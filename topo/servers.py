@@ -5,7 +5,10 @@ and the GPUs and fabric NICs under each switch, with the values NCCL reads: bus 
 speed and width, the GPU's compute capability and NVLinks, the NIC's RDMA device name, port, speed
 and GUID. Two profiles ship in ``topo/data/servers.yaml``; users describe their own servers in a
 YAML file with the same schema. Everything is checked when a profile is read, and all problems are
-reported at once in one :class:`~topo.errors.SpecError`.
+reported at once in one :class:`~topo.errors.SpecError`. A profile file is user input: every number
+in it is bounded before anything is computed from it (CPU numbers below MAX_CPUS, masks of at most
+MAX_MASK_WORDS words, at most MAX_ENTRIES NUMA nodes, switches, GPUs and NICs), error lines quote
+values with :func:`~topo.errors.quote`, and a YAML alias is never expanded (docs/nccl.md, "Bounds").
 
 Derived facts, computed here so that the writer only prints them:
 
@@ -25,12 +28,14 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 
-from .errors import SpecError, did_you_mean
+from .errors import SpecError, did_you_mean, quote
+from .inputs import InputFileError, read_text
 from .spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
 
 if TYPE_CHECKING:
@@ -44,6 +49,25 @@ LINK_SPEEDS = {
     "2.5 GT/s PCIe": 15, "5.0 GT/s PCIe": 30, "8.0 GT/s PCIe": 60, "16.0 GT/s PCIe": 120,
     "32.0 GT/s PCIe": 240, "64.0 GT/s PCIe": 480,
 }
+#: PCIe generations as NCCL's dumps spell them, slowest first: (link_speed, generation).
+PCIE_GENERATIONS = (("2.5 GT/s PCIe", 1), ("5.0 GT/s PCIe", 2), ("8.0 GT/s PCIe", 3), ("16.0 GT/s PCIe", 4),
+                    ("32.0 GT/s PCIe", 5), ("64.0 GT/s PCIe", 6))
+#: Oldest generation a generic profile is given: Gen3, the link of the oldest GPUs NCCL supports (sm 60).
+GENERIC_MIN_PCIE_GENERATION = 3
+#: Lane counts a generic profile tries, narrowest first (x32 only when no x16 link carries the NIC).
+GENERIC_PCIE_WIDTHS = (16, 32)
+#: Linux's most CPUs (CONFIG_NR_CPUS at its maximum): CPU numbers run from 0 to 8191.
+MAX_CPUS = 8192
+#: An affinity mask has a 32-bit hex word per 32 CPUs: at most 256 words, 2,303 characters with commas.
+MAX_MASK_WORDS = MAX_CPUS // 32
+MAX_MASK_CHARS = 9 * MAX_MASK_WORDS - 1
+#: Longest cpulist that names each CPU below MAX_CPUS once, one by one: "0,1,2,...,8191".
+MAX_CPULIST_CHARS = len(",".join(map(str, range(MAX_CPUS))))
+#: Most NUMA nodes (Linux's MAX_NUMNODES at its maximum), and most PCIe switches, GPUs or NICs, a profile
+#: may list: far above what one NCCL file holds (255 elements), low enough that reading stays fast.
+MAX_ENTRIES = 1024
+#: Most problems one error shows of a profile (the last line says how many more there are).
+MAX_PROBLEMS = 100
 #: CPU architectures and x86 vendors NCCL knows (topo.cc kvDictCpuArch / kvDictCpuVendor).
 ARCHS = ("x86_64", "arm64", "ppc64")
 X86_VENDORS = ("GenuineIntel", "AuthenticAMD", "CentaurHauls", "  Shanghai  ")
@@ -227,32 +251,88 @@ def cpulist_to_mask(cpus: set[int], words: int) -> str:
     >>> cpulist_to_mask(set(range(48)), 3)
     '00000000,0000ffff,ffffffff'
     """
-    value = sum(1 << c for c in cpus)
+    return _bits_to_mask(sum(1 << c for c in cpus), words)
+
+
+def _bits_to_mask(value: int, words: int) -> str:
+    """CPUs as the bits of an int (CPU n is bit n) in NCCL's mask form, ``words`` 32-bit words."""
     return ",".join(f"{(value >> (32 * w)) & 0xFFFFFFFF:08x}" for w in reversed(range(words)))
+
+
+def _cpu_number(text: str) -> int:
+    """One CPU number of a cpulist, refused at MAX_CPUS or above before it is converted or used."""
+    if not text.isdigit() or not text.isascii():
+        raise ValueError(f"{quote(text)} is not a CPU number")
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_CPUS)) or int(digits) >= MAX_CPUS:
+        shown = text if len(text) <= 20 else text[:17] + "..."
+        raise ValueError(f"CPU {shown} is {MAX_CPUS} or more; Linux numbers at most {MAX_CPUS} CPUs "
+                         f"(0 to {MAX_CPUS - 1}, CONFIG_NR_CPUS)")
+    return int(digits)
 
 
 def parse_cpulist(text: str) -> set[int]:
     """A Linux cpulist (``0-55,112-167``) as a set of CPU numbers.
 
+    Every number is checked before a range is expanded: CPUs are numbered below MAX_CPUS (8192),
+    and a list naming more than MAX_CPUS CPUs, or longer than MAX_CPULIST_CHARS, is refused.
+
     >>> sorted(parse_cpulist("0-2,8"))
     [0, 1, 2, 8]
+    >>> parse_cpulist("0-300000000")
+    Traceback (most recent call last):
+    ...
+    ValueError: CPU 300000000 is 8192 or more; Linux numbers at most 8192 CPUs (0 to 8191, CONFIG_NR_CPUS)
     """
-    cpus: set[int] = set()
+    bits = _cpulist_bits(text)
+    return {i for i in range(bits.bit_length()) if bits >> i & 1}
+
+
+def _cpulist_bits(text: str) -> int:
+    """A cpulist as an int whose bit n is CPU n (checked as :func:`parse_cpulist` says)."""
+    if len(text) > MAX_CPULIST_CHARS:
+        raise ValueError(f"{len(text):,} characters; a list of CPUs below {MAX_CPUS} that names each once "
+                         f"has at most {MAX_CPULIST_CHARS:,}")
+    bits = listed = 0
     for part in text.split(","):
         lo, _, hi = part.partition("-")
-        first, last = int(lo), int(hi or lo)
+        first, last = _cpu_number(lo), _cpu_number(hi or lo)
         if last < first:
             raise ValueError(f"range {part} runs backwards")
-        cpus.update(range(first, last + 1))
-    return cpus
+        listed += last - first + 1
+        if listed > MAX_CPUS:
+            raise ValueError(f"names more than {MAX_CPUS} CPUs, more than Linux has (CONFIG_NR_CPUS)")
+        bits |= (1 << (last + 1)) - (1 << first)
+    return bits
 
 
-def _mask_cpus(mask: str) -> set[int]:
-    words = mask.split(",")
-    value = 0
-    for word in words:
-        value = (value << 32) | int(word, 16)
-    return {i for i in range(32 * len(words)) if value >> i & 1}
+def pcie_mbps(link_speed: str, link_width: int) -> int:
+    """Data rate of a PCIe link in Mb/s, each way, after line encoding.
+
+    The transfer rate is the number ``link_speed`` starts with; 8b/10b encoding for 2.5 and 5 GT/s
+    (Gen1-2), 128b/130b for 8 to 32 GT/s (Gen3-5), and Gen6's FLIT mode at 64 GT/s: a 256-byte flit
+    carries 236 bytes of transaction layer packets (the rest is link-layer, CRC and FEC bytes).
+
+    >>> pcie_mbps("32.0 GT/s PCIe", 16), pcie_mbps("64.0 GT/s PCIe", 16), pcie_mbps("16 GT/s", 8)
+    (504123, 944000, 126030)
+    """
+    gts_mbps = round(float(link_speed.split()[0]) * 1000)
+    num, den = (8, 10) if gts_mbps <= 5000 else (128, 130) if gts_mbps <= 32000 else (236, 256)
+    return gts_mbps * link_width * num // den
+
+
+def pcie_link_for(speed_mbps: int) -> tuple[str, int] | None:
+    """The PCIe link a generic profile gives a NIC of ``speed_mbps``: the lowest generation from Gen3
+    whose x16 link carries it, else the lowest whose x32 link does; None if no link NCCL knows does.
+
+    >>> pcie_link_for(400_000), pcie_link_for(800_000), pcie_link_for(100_000), pcie_link_for(1_600_000)
+    (('32.0 GT/s PCIe', 16), ('64.0 GT/s PCIe', 16), ('8.0 GT/s PCIe', 16), ('64.0 GT/s PCIe', 32))
+    """
+    for width in GENERIC_PCIE_WIDTHS:
+        for speed, generation in PCIE_GENERATIONS:
+            if generation >= GENERIC_MIN_PCIE_GENERATION and pcie_mbps(speed, width) >= speed_mbps:
+                return speed, width
+    return None
 
 
 # --- reading a profile ------------------------------------------------------------------------------
@@ -268,16 +348,23 @@ class _Reader:
     def bad(self, field: str, message: str) -> None:
         self.problems.append(f"{self.where}: {field}: {message}")
 
+    def reported(self) -> list[str]:
+        """The problems as the error shows them: at most MAX_PROBLEMS lines, the last saying how many more."""
+        if len(self.problems) <= MAX_PROBLEMS:
+            return list(self.problems)
+        more = len(self.problems) - (MAX_PROBLEMS - 1)
+        return self.problems[:MAX_PROBLEMS - 1] + [f"{self.where}: and {more:,} more problems"]
+
     def mapping(self, value: Any, field: str, allowed: tuple[str, ...]) -> dict[str, Any]:
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            self.bad(field, f"expected a mapping, got {value!r}")
+            self.bad(field, f"expected a mapping, got {quote(value)}")
             return {}
         for key in value:
             if key not in allowed:
-                self.bad(field, f"unknown key {key!r}{did_you_mean(str(key), allowed)}; "
-                                f"known: {', '.join(allowed)}")
+                hint = did_you_mean(key, allowed) if isinstance(key, str) else ""
+                self.bad(field, f"unknown key {quote(key)}{hint}; known: {', '.join(allowed)}")
         return dict(value)
 
     def integer(self, value: Any, field: str, low: int, high: int, default: Any = ...) -> Any:
@@ -287,10 +374,10 @@ class _Reader:
             self.bad(field, f"required (a whole number from {low} to {high})")
             return low
         if isinstance(value, bool) or not isinstance(value, int):
-            self.bad(field, f"expected a whole number from {low} to {high}, got {value!r}")
+            self.bad(field, f"expected a whole number from {low} to {high}, got {quote(value)}")
             return low
         if not low <= value <= high:
-            self.bad(field, f"must be from {low} to {high}, got {value}")
+            self.bad(field, f"must be from {low} to {high}, got {quote(value)}")
         return value
 
     def flag(self, value: Any, field: str) -> int | None:
@@ -300,7 +387,7 @@ class _Reader:
             return int(value)
         if value in (0, 1):
             return int(value)
-        self.bad(field, f"expected 0 or 1, got {value!r}")
+        self.bad(field, f"expected 0 or 1, got {quote(value)}")
         return None
 
     def busid(self, value: Any, field: str) -> str:
@@ -310,10 +397,10 @@ class _Reader:
         if isinstance(value, str):
             fixed = _normal_busid(value)
             if fixed:
-                hint = f"; write {fixed!r}"
-        self.bad(field, f"{value!r} is not a bus id as NCCL compares them: dddd:bb:dd.f in lower-case "
+                hint = f"; write {quote(fixed)}"
+        self.bad(field, f"{quote(value)} is not a bus id as NCCL compares them: dddd:bb:dd.f in lower-case "
                         f"hex, e.g. '0000:1b:00.0'{hint}")
-        return str(value)
+        return ""
 
     def link_speed(self, value: Any, field: str) -> str:
         if isinstance(value, str) and value in LINK_SPEEDS:
@@ -321,23 +408,36 @@ class _Reader:
         if value is None:
             self.bad(field, "required, e.g. '32.0 GT/s PCIe' (Gen5) or '16.0 GT/s PCIe' (Gen4)")
             return ""
-        self.bad(field, f"{value!r} is not in NCCL's link_speed dictionary (NCCL would read it as "
+        self.bad(field, f"{quote(value)} is not in NCCL's link_speed dictionary (NCCL would read it as "
                         f"PCIe Gen3); use one of '16.0 GT/s PCIe', '32.0 GT/s PCIe', '64.0 GT/s PCIe', ...")
-        return str(value)
+        return ""
 
     def hex_id(self, value: Any, field: str, digits: int) -> str:
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        """A hex id of at most ``digits`` hex digits (4 for vendor ids, 6 for a class, 16 for a GUID)."""
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 16 ** digits:
             return f"0x{value:0{digits}x}"
-        if isinstance(value, str) and _HEX_RE.fullmatch(value.lower()):
+        if isinstance(value, str) and len(value) <= digits + 2 and _HEX_RE.fullmatch(value.lower()):
             return value.lower()
-        self.bad(field, f"expected a hex number such as '0x{'0' * (digits - 1)}1', got {value!r}")
+        self.bad(field, f"expected a hex number of at most {digits} digits such as "
+                        f"'0x{'0' * (digits - 1)}1', got {quote(value)}")
         return "0x0"
 
     def text(self, value: Any, field: str, pattern: re.Pattern = _SAFE_TEXT_RE) -> str:
         if isinstance(value, str) and pattern.fullmatch(value) and not set(value) & set("\"'<>&"):
             return value
-        self.bad(field, f"expected plain text without quotes or <>&, got {value!r}")
-        return str(value)
+        self.bad(field, f"expected plain text without quotes or <>&, got {quote(value)}")
+        return ""
+
+
+def _some(items: list[str], limit: int = 8) -> str:
+    """Items joined with ", ", the first ``limit`` of them and "..." when there are more."""
+    return ", ".join(items[:limit]) + (", ..." if len(items) > limit else "")
+
+
+def _shown_path(path: Any, limit: int = 200) -> str:
+    """A file path as an error line shows it: as it is, or its first characters if it is very long."""
+    text = str(path)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _normal_busid(text: str) -> str | None:
@@ -367,7 +467,7 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
     SpecError
         One line per problem, each naming the profile, the field and the value.
     """
-    r = _Reader(f"server profile {name!r}" + ("" if source == "shipped" else f" ({source})"))
+    r = _Reader(f"server profile {quote(name)}" + ("" if source == "shipped" else f" ({_shown_path(source)})"))
     top, description, socket_ifname = _read_top_level(r, name, data)
     # first pass: read every entry; GPU dev and NIC name/rail need the whole server
     rows = _read_rows(r, top)
@@ -380,7 +480,7 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
     switches = _build_switches(r, rows.switches, gpus, nics)
     cpus = _read_cpus(r, rows.cpus, switches)
     if r.problems:
-        raise SpecError(r.problems)
+        raise SpecError(r.reported())
     return ServerProfile(name=name, description=description, cpus=tuple(cpus),
                          socket_ifname=socket_ifname, source=source)
 
@@ -409,15 +509,16 @@ def _read_top_level(r: _Reader, name: str, data: Any) -> tuple[dict[str, Any], s
     -------
     (top-level mapping, description, socket_ifname)
     """
-    if not _NAME_RE.fullmatch(name):
-        r.bad("name", f"{name!r} must be lower-case letters, digits, '.', '_' or '-' (it names files)")
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        r.bad("name", f"{quote(name)} must be lower-case letters, digits, '.', '_' or '-' (it names files)")
+        name = ""
     top = r.mapping(data, "profile", _PROFILE_KEYS)
     if not top and not r.problems:
         r.bad("profile", "is empty")
     description = top.get("description", name)
     if not isinstance(description, str) or "\n" in description or len(description) > 200:
-        r.bad("description", f"expected one line of text, got {description!r}")
-        description = str(description)
+        r.bad("description", f"expected one line of text, got {quote(description)}")
+        description = ""
     socket_ifname = top.get("socket_ifname")
     if socket_ifname is not None:
         socket_ifname = r.text(socket_ifname, "socket_ifname", re.compile(r"[=^]?[A-Za-z0-9_.,:=-]{1,100}"))
@@ -431,20 +532,33 @@ def _read_rows(r: _Reader, top: dict[str, Any]) -> _Rows:
     sw_d = r.mapping(top.get("switch"), "switch", _SWITCH_KEYS[1:-2])
     cpus_raw = top.get("cpus")
     if not isinstance(cpus_raw, list) or not cpus_raw:
-        r.bad("cpus", f"expected a list with one entry per NUMA node, got {cpus_raw!r}")
+        r.bad("cpus", f"expected a list with one entry per NUMA node, got {quote(cpus_raw)}")
         cpus_raw = []
+    _bound_entries(r, "cpus", 0, len(cpus_raw), "NUMA nodes", "Linux's MAX_NUMNODES")
     rows = _Rows(gpus=[], nics=[], switches=[], cpus=[])
     for i, c in enumerate(cpus_raw):
         cf = f"cpus[{i}]"
         c = r.mapping(c, cf, _CPU_KEYS)
         switches_raw = c.get("switches")
         if not isinstance(switches_raw, list) or not switches_raw:
-            r.bad(f"{cf}.switches", f"expected a list of PCIe switches, got {switches_raw!r}")
+            r.bad(f"{cf}.switches", f"expected a list of PCIe switches, got {quote(switches_raw)}")
             switches_raw = []
+        _bound_entries(r, f"{cf}.switches", len(rows.switches), len(switches_raw), "PCIe switches")
         sw_idx = [_read_switch_row(r, f"{cf}.switches[{j}]", s, rows, sw_d, gpu_d, nic_d)
                   for j, s in enumerate(switches_raw)]
         rows.cpus.append((cf, c, sw_idx))
     return rows
+
+
+def _bound_entries(r: _Reader, field: str, before: int, count: int, what: str,
+                   why: str = "one NCCL topology file holds 255 elements") -> None:
+    """Stop reading (SpecError now) when ``count`` more entries would take the profile past MAX_ENTRIES
+    ``what``: checked before the entries are read, so that aliases cannot multiply the work."""
+    total = before + count
+    if total > MAX_ENTRIES:
+        so_far = " in the profile by here" if before else ""
+        r.bad(field, f"{total:,} {what}{so_far}; a server profile holds at most {MAX_ENTRIES:,} ({why})")
+        raise SpecError(r.reported())
 
 
 def _read_switch_row(r: _Reader, sf: str, s: Any, rows: _Rows, sw_d: dict, gpu_d: dict, nic_d: dict) -> int:
@@ -462,8 +576,9 @@ def _read_device_rows(r: _Reader, field: str, items: Any, rows: list[tuple[str, 
     """Add a switch's GPU or NIC entries (bus ids or mappings) to ``rows``; return their row indices."""
     if not isinstance(items, list) or not items:
         r.bad(field, f"expected a list of bus ids (each switch pairs GPUs with their NICs), "
-                     f"got {items!r}")
+                     f"got {quote(items)}")
         return []
+    _bound_entries(r, field, len(rows), len(items), "GPUs" if keys is _GPU_KEYS else "NICs")
     indices = []
     for k, item in enumerate(items):
         f = f"{field}[{k}]"
@@ -479,6 +594,8 @@ def _check_busids(r: _Reader, rows: _Rows) -> None:
     entries = [(f"{f}.busid", v) for f, v, *_ in rows.switches] + rows.gpus + rows.nics
     for f, values in entries:
         values["busid"] = r.busid(values.get("busid"), f)
+        if not values["busid"]:
+            continue
         if values["busid"] in seen:
             r.bad(f, f"bus id {values['busid']} is also {seen[values['busid']]}")
         else:
@@ -501,7 +618,7 @@ def _assign_gpu_devs(r: _Reader, gpu_rows: list[tuple[str, dict]]) -> list[int]:
         f, v = gpu_rows[i]
         devs[i] = r.integer(v.get("dev"), f"{f}.dev", 0, max(n_gpus - 1, 0), default=order)
     if sorted(devs) != list(range(n_gpus)) and n_gpus:
-        r.bad("gpus", f"GPU dev values {sorted(devs)} must be 0 to {n_gpus - 1}, each once")
+        r.bad("gpus", f"GPU dev values {quote(sorted(devs))} must be 0 to {n_gpus - 1}, each once")
     return devs
 
 
@@ -530,32 +647,35 @@ def _assign_nic_rails(r: _Reader, switch_rows: list[tuple[str, dict, list[int], 
     n_gpus = len(devs)
     rails: list[int | None] = [None] * n_nics
     if n_gpus and n_nics and not (n_gpus % n_nics and n_nics % n_gpus) and sorted(devs) == list(range(n_gpus)):
+        users: dict[int, set[int]] = {}  # rail -> the GPU rows that use it, built once
+        for i, dev in enumerate(devs):
+            for rail in rails_of_gpu(dev, n_gpus, n_nics):
+                users.setdefault(rail, set()).add(i)
         for sf, _, g_idx, n_idx in switch_rows:
             if not g_idx or not n_idx:
                 continue
-            for rail, i in zip(_switch_rails(r, sf, g_idx, n_idx, devs, n_nics), n_idx):
+            for rail, i in zip(_switch_rails(r, sf, g_idx, n_idx, devs, n_nics, users), n_idx):
                 rails[i] = rail
     return rails
 
 
 def _switch_rails(r: _Reader, sf: str, g_idx: list[int], n_idx: list[int], devs: list[int],
-                  n_nics: int) -> list[int]:
+                  n_nics: int, users: dict[int, set[int]]) -> list[int]:
     """The rails of one switch's NICs: those its GPUs use, if no other GPU uses them and the NIC count fits.
 
     Returns ``[]`` (after reporting the problem) when the switch does not pair its GPUs with their NICs.
     """
     n_gpus = len(devs)
     want = sorted({rail for i in g_idx for rail in rails_of_gpu(devs[i], n_gpus, n_nics)})
-    owners = {i for rail in want for i in range(n_gpus)
-              if rail in rails_of_gpu(devs[i], n_gpus, n_nics)}
+    owners = set().union(*(users[rail] for rail in want))
     here = {i for i in g_idx}
     if owners != here or len(want) != len(n_idx):
-        names = ", ".join(f"GPU {devs[i]}" for i in sorted(g_idx, key=lambda i: devs[i]))
+        names = _some([f"GPU {devs[i]}" for i in sorted(g_idx, key=lambda i: devs[i])])
         others = sorted(devs[i] for i in owners - here)
-        share = f"; GPU {', '.join(map(str, others))} use the same NIC and must be under this switch too" \
+        share = f"; GPU {_some(list(map(str, others)))} use the same NIC and must be under this switch too" \
             if others else ""
         r.bad(sf, f"holds {names} and {len(n_idx)} NIC(s), but in a {n_gpus}-GPU {n_nics}-NIC "
-                  f"server they use {len(want)} NIC(s) (rail {', '.join(map(str, want))}){share}")
+                  f"server they use {len(want)} NIC(s) (rail {_some(list(map(str, want)))}){share}")
         return []
     return want
 
@@ -569,7 +689,7 @@ def _build_nics(r: _Reader, nic_rows: list[tuple[str, dict]], rails: list[int | 
     guids_seen: dict[str, str] = {}
     for i, (f, v) in enumerate(nic_rows):
         nic_name = r.text(v.get("name", f"mlx5_{nic_order[i]}"), f"{f}.name", _NIC_NAME_RE)
-        if nic_name in names_seen:
+        if nic_name and nic_name in names_seen:
             r.bad(f"{f}.name", f"{nic_name} is also the name of {names_seen[nic_name]}")
         names_seen.setdefault(nic_name, f)
         guid = r.hex_id(v["guid"], f"{f}.guid", 16) if v.get("guid") is not None else nic_guid(v["busid"])
@@ -578,16 +698,32 @@ def _build_nics(r: _Reader, nic_rows: list[tuple[str, dict]], rails: list[int | 
                                f"one NIC")
         guids_seen.setdefault(guid, f)
         pci_class = _read_nic_class(r, v.get("class"), f"{f}.class")
+        before = len(r.problems)
+        speed_mbps = r.integer(v.get("speed_mbps"), f"{f}.speed_mbps", 1000, 100_000_000)
+        link_speed = r.link_speed(v.get("link_speed"), f"{f}.link_speed")
+        link_width = r.integer(v.get("link_width"), f"{f}.link_width", 1, 32)
+        if len(r.problems) == before:  # all three read and in range
+            _check_nic_link(r, f, speed_mbps, link_speed, link_width)
         nics.append(Nic(
             busid=v["busid"], name=nic_name, rail=rails[i] if rails[i] is not None else -1,
             port=r.integer(v.get("port"), f"{f}.port", 1, 255, default=1),
-            speed_mbps=r.integer(v.get("speed_mbps"), f"{f}.speed_mbps", 1000, 100_000_000),
-            guid=guid, gdr=r.flag(v.get("gdr"), f"{f}.gdr"),
-            link_speed=r.link_speed(v.get("link_speed"), f"{f}.link_speed"),
-            link_width=r.integer(v.get("link_width"), f"{f}.link_width", 1, 32),
-            pci_class=pci_class,
+            speed_mbps=speed_mbps, guid=guid, gdr=r.flag(v.get("gdr"), f"{f}.gdr"),
+            link_speed=link_speed, link_width=link_width, pci_class=pci_class,
         ))
     return nics
+
+
+def _check_nic_link(r: _Reader, field: str, speed_mbps: int, link_speed: str, link_width: int) -> None:
+    """Refuse a NIC whose PCIe link cannot carry its speed: the server could not feed the fabric at the
+    NIC speed the design counts on (and NCCL plans with the slower of the two)."""
+    carries = pcie_mbps(link_speed, link_width)
+    if carries >= speed_mbps:
+        return
+    fit = next((speed for speed, _ in PCIE_GENERATIONS if pcie_mbps(speed, link_width) >= speed_mbps), None)
+    need = (f"at link_width {link_width} it needs {fit} ({pcie_mbps(fit, link_width):,} Mb/s)" if fit else
+            f"no link_speed carries it at link_width {link_width}")
+    r.bad(f"{field}.link_speed", f"{link_speed} at link_width {link_width} carries {carries:,} Mb/s, less than "
+                                 f"speed_mbps {speed_mbps:,}; {need}, or lower nic_gbps to what the link carries")
 
 
 def _read_nic_class(r: _Reader, pci_class: Any, field: str) -> str | None:
@@ -614,57 +750,43 @@ def _build_switches(r: _Reader, switch_rows: list[tuple[str, dict, list[int], li
 
 
 def _read_cpus(r: _Reader, cpu_rows: list, switches: list[PciSwitch]) -> list[Cpu]:
-    cpulists: dict[int, set[int]] = {}
+    # CPU sets as ints, bit n for CPU n (below MAX_CPUS): overlaps and masks are one operation each
+    cpulists: dict[int, int] = {}
     masks: dict[int, str] = {}  # masks given as such are written as given
+    taken = 0  # the CPUs of the NUMA nodes kept so far
+    parsed: dict[tuple[str, str], int] = {}  # a list given several times (YAML aliases) is read once
     for i, (cf, c, _) in enumerate(cpu_rows):
-        has_list, has_mask = c.get("cpulist") is not None, c.get("affinity") is not None
-        if has_list == has_mask:
-            r.bad(cf, "give either cpulist (as in /sys/devices/system/node/nodeN/cpulist, e.g. 0-55,112-167) "
-                      "or affinity (NCCL's hex-word mask, e.g. 00000000,0000ffff,ffffffff)")
-        elif has_list:
-            text = str(c["cpulist"]).replace(" ", "")
-            try:
-                if not _CPULIST_RE.fullmatch(text):
-                    raise ValueError("expected numbers and ranges such as 0-55,112-167")
-                cpulists[i] = parse_cpulist(text)
-            except ValueError as exc:
-                r.bad(f"{cf}.cpulist", f"{c['cpulist']!r}: {exc}")
-        else:
-            mask = str(c["affinity"]).lower()
-            if not _MASK_RE.fullmatch(mask):
-                r.bad(f"{cf}.affinity", f"{c['affinity']!r} is not a hex-word mask such as "
-                                        f"00000000,0000ffff,ffffffff (8 hex digits per 32 CPUs, as in "
-                                        f"/sys/devices/system/node/nodeN/cpumap; '0-47' style is misread by NCCL)")
-            else:
-                cpulists[i] = _mask_cpus(mask)
-                masks[i] = mask
-    everything = set().union(*cpulists.values()) if cpulists else set()
-    words = max(1, (max(everything, default=0) + 32) // 32)
-    owner: dict[int, str] = {}
-    for i, cpu_set in cpulists.items():
-        if not cpu_set:
-            r.bad(cpu_rows[i][0], "has no CPUs")
-        for n in sorted(cpu_set):
-            if n in owner:
-                r.bad(cpu_rows[i][0], f"CPU {n} is also in {owner[n]}")
-                break
-            owner[n] = cpu_rows[i][0]
+        bits = _read_cpu_bits(r, cf, c, masks, i, parsed)
+        if bits is None:
+            continue
+        if not bits:
+            r.bad(cf, "has no CPUs")
+        shared = bits & taken
+        if shared:  # checked as each list is read, so that the CPUs kept never exceed MAX_CPUS
+            n = (shared & -shared).bit_length() - 1
+            r.bad(cf, f"CPU {n} is also in {next(cpu_rows[j][0] for j in cpulists if cpulists[j] >> n & 1)}")
+            masks.pop(i, None)
+            continue
+        taken |= bits
+        cpulists[i] = bits
+    words = max(1, (taken.bit_length() + 31) // 32)
 
     cpus: list[Cpu] = []
     numaids: dict[int, str] = {}
     for i, (cf, c, sw_idx) in enumerate(cpu_rows):
         numaid = r.integer(c.get("numaid"), f"{cf}.numaid", -1, 4095)
         if numaid in numaids:
-            r.bad(f"{cf}.numaid", f"{numaid} is also the numaid of {numaids[numaid]}")
+            r.bad(f"{cf}.numaid", f"{quote(numaid)} is also the numaid of {numaids[numaid]}")
         numaids.setdefault(numaid, cf)
         arch = c.get("arch")
         if arch not in ARCHS:
-            r.bad(f"{cf}.arch", f"expected one of {', '.join(ARCHS)}, got {arch!r}")
+            r.bad(f"{cf}.arch", f"expected one of {', '.join(ARCHS)}, got {quote(arch)}")
+            arch = ""
         vendor, familyid, modelid = c.get("vendor"), c.get("familyid"), c.get("modelid")
         if arch == "x86_64":
             if vendor not in X86_VENDORS:
                 r.bad(f"{cf}.vendor", f"expected one of GenuineIntel, AuthenticAMD, CentaurHauls (NCCL takes "
-                                      f"an unknown x86 vendor for a free inter-socket link), got {vendor!r}")
+                                      f"an unknown x86 vendor for a free inter-socket link), got {quote(vendor)}")
             for key, value in (("familyid", familyid), ("modelid", modelid)):
                 if value is None:
                     r.bad(f"{cf}.{key}", "required on x86_64 (decimal CPUID value, e.g. familyid 6, modelid "
@@ -673,37 +795,96 @@ def _read_cpus(r: _Reader, cpu_rows: list, switches: list[PciSwitch]) -> list[Cp
             vendor = r.text(vendor, f"{cf}.vendor")
         familyid = None if familyid is None else r.integer(familyid, f"{cf}.familyid", 0, 4095)
         modelid = None if modelid is None else r.integer(modelid, f"{cf}.modelid", 0, 4095)
-        affinity = masks.get(i) or (cpulist_to_mask(cpulists[i], words) if i in cpulists else "")
-        cpus.append(Cpu(numaid=numaid, affinity=affinity, arch=str(arch), vendor=vendor,
+        affinity = masks.get(i) or (_bits_to_mask(cpulists[i], words) if i in cpulists else "")
+        cpus.append(Cpu(numaid=numaid, affinity=affinity, arch=arch, vendor=vendor,
                         familyid=familyid, modelid=modelid,
                         switches=tuple(switches[j] for j in sw_idx)))
     return cpus
 
 
+def _read_cpu_bits(r: _Reader, cf: str, c: dict, masks: dict[int, str], i: int,
+                   parsed: dict[tuple[str, str], int]) -> int | None:
+    """The CPUs of one NUMA node (bit n for CPU n), from its cpulist or affinity mask; None after
+    reporting a problem.
+
+    Both are bounded before they are parsed: a cpulist's numbers below MAX_CPUS (before a range is
+    expanded) and its length, a mask's length (at most MAX_MASK_WORDS words).
+    """
+    cpulist, affinity = c.get("cpulist"), c.get("affinity")
+    if (cpulist is None) == (affinity is None):
+        r.bad(cf, "give either cpulist (as in /sys/devices/system/node/nodeN/cpulist, e.g. 0-55,112-167) "
+                  "or affinity (NCCL's hex-word mask, e.g. 00000000,0000ffff,ffffffff)")
+        return None
+    if cpulist is not None:
+        try:
+            if isinstance(cpulist, bool) or not isinstance(cpulist, (str, int)):
+                raise ValueError("expected numbers and ranges such as 0-55,112-167")
+            text = str(cpulist).replace(" ", "")  # an int has at most 4,300 digits (Python's limit)
+            if len(text) > MAX_CPULIST_CHARS:
+                return _cpulist_bits(text)  # raises, saying how long it is
+            if ("cpulist", text) not in parsed:
+                if not _CPULIST_RE.fullmatch(text):
+                    raise ValueError("expected numbers and ranges such as 0-55,112-167")
+                parsed["cpulist", text] = _cpulist_bits(text)
+            return parsed["cpulist", text]
+        except ValueError as exc:
+            r.bad(f"{cf}.cpulist", f"{quote(cpulist)}: {exc}")
+            return None
+    if isinstance(affinity, int) and not isinstance(affinity, bool):
+        affinity = str(affinity)  # e.g. 11111111, which YAML reads as a number
+    if isinstance(affinity, str) and len(affinity) > MAX_MASK_CHARS:
+        r.bad(f"{cf}.affinity", f"{quote(affinity)} is {len(affinity):,} characters long; a mask has at most "
+                                f"{MAX_MASK_WORDS} hex words ({MAX_CPUS} CPUs, CONFIG_NR_CPUS), "
+                                f"{MAX_MASK_CHARS:,} characters")
+        return None
+    mask = affinity.lower() if isinstance(affinity, str) else ""
+    if not _MASK_RE.fullmatch(mask):
+        r.bad(f"{cf}.affinity", f"{quote(affinity)} is not a hex-word mask such as "
+                                f"00000000,0000ffff,ffffffff (8 hex digits per 32 CPUs, as in "
+                                f"/sys/devices/system/node/nodeN/cpumap; '0-47' style is misread by NCCL)")
+        return None
+    masks[i] = mask
+    if ("affinity", mask) not in parsed:
+        parsed["affinity", mask] = int(mask.replace(",", ""), 16)
+    return parsed["affinity", mask]
+
+
 def read_profile_text(text: str, source: str, default_name: str) -> ServerProfile:
     """A profile from YAML text: one profile (``name:`` optional) or a one-entry ``name: profile`` map."""
-    data = parse_yaml(text, f"server: profile file {source}")
+    shown = _shown_path(source)
+    data = parse_yaml(text, f"server: profile file {shown}")
     if not isinstance(data, Mapping) or not data:
-        raise SpecError([f"server: profile file {source}: expected a server profile (a mapping with cpus: "
+        raise SpecError([f"server: profile file {shown}: expected a server profile (a mapping with cpus: "
                          f"...), got {type(data).__name__ if data is not None else 'an empty file'}"])
     if "cpus" in data:
         name = data.get("name", default_name)
         body = {k: v for k, v in data.items() if k != "name"}
-        return profile_from_dict(str(name), body, source)
+        return profile_from_dict(_name_text(name), body, source)
     if len(data) != 1:
-        raise SpecError([f"server: profile file {source}: holds {len(data)} profiles "
-                         f"({', '.join(map(str, data))}); a profile file describes one server type"])
+        keys = [k if isinstance(k, str) and len(k) <= 60 else quote(k) for k in islice(data, 9)]
+        raise SpecError([f"server: profile file {shown}: holds {len(data)} profiles "
+                         f"({_some(keys)}); a profile file describes one server type"])
     (name, body), = data.items()
-    return profile_from_dict(str(name), body, source)
+    return profile_from_dict(_name_text(name), body, source)
+
+
+def _name_text(name: Any) -> Any:
+    """A profile name as text: a number as its digits; anything else as it is, for the name check."""
+    return str(name) if isinstance(name, (int, float)) else name
 
 
 def load_server_profile(path: str | Path) -> ServerProfile:
     """Read a user's profile file (same schema as ``topo/data/servers.yaml``, see docs/nccl.md)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError([f"server: profile file {path}: cannot read it ({exc.strerror or exc})"]) from None
+    try:  # a regular file of at most MAX_SPEC_BYTES: never a FIFO that blocks or a /dev/zero
+        text = read_text(path)
+    except InputFileError as exc:  # "<path>: cannot read it (...)", "<path> is not a regular file ..."
+        message, shown = str(exc), str(path)
+        if message.startswith(shown):
+            message = _shown_path(shown) + message[len(shown):]
+        raise SpecError([f"server: profile file {message}"]) from None
+    except ValueError as exc:  # a path with a NUL byte
+        raise SpecError([f"server: profile file {_shown_path(path)}: cannot read it ({exc})"]) from None
     stem = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-._") or "server"
     return read_profile_text(text, str(path), stem)
 
@@ -722,12 +903,32 @@ def generic_profile(gpus: int, nics: int, nic_gbps: int) -> ServerProfile:
     One PCIe switch per ``min(gpus, nics)`` group, each in its own PCI domain (``000N:``), split over
     two NUMA nodes when the count is even. GPUs get no ``sm``, ``gdr`` or NVLinks, so NCCL detects
     them; the CPUs are described as x86_64 Intel Sapphire Rapids, which NCCL needs to be told for
-    a NUMA node whose GPUs are not its own. Not for installing as it is (see docs/nccl.md).
+    a NUMA node whose GPUs are not its own. Every PCIe link (GPU, NIC, switch) is the one
+    :func:`pcie_link_for` gives the NIC speed: the lowest generation from Gen3 that carries it.
+    Not for installing as it is (see docs/nccl.md).
+
+    Raises
+    ------
+    SpecError
+        When no PCIe link NCCL knows carries the NIC speed, or the counts are beyond MAX_ENTRIES.
 
     >>> p = generic_profile(4, 8, 200)
     >>> p.name, p.gpu_count, p.nic_count, [n.name for n in p.nics_of_gpu(1)]
     ('generic-4gpu-8nic', 4, 8, ['mlx5_2', 'mlx5_3'])
+    >>> p.nics[0].link_speed, p.nics[0].link_width, p.gpus[0].link_speed, p.switches[0].link_speed
+    ('16.0 GT/s PCIe', 16, '16.0 GT/s PCIe', '16.0 GT/s PCIe')
     """
+    for count, what in ((gpus, "gpus_per_node"), (nics, "nics_per_node")):
+        if not 1 <= count <= MAX_ENTRIES:
+            raise SpecError([f"server: a generic profile has 1 to {MAX_ENTRIES:,} GPUs and NICs, but "
+                             f"{what}={count:,}"])
+    link = pcie_link_for(nic_gbps * 1000)
+    if link is None:
+        top, width = PCIE_GENERATIONS[-1][0], GENERIC_PCIE_WIDTHS[-1]
+        raise SpecError([f"server: no PCIe link NCCL knows carries a {nic_gbps:,} Gb/s NIC (nic_gbps={nic_gbps}): "
+                         f"the fastest, {top} x{width}, carries {pcie_mbps(top, width) // 1000:,} Gb/s, so "
+                         f"topo cannot write an NCCL topology file for it"])
+    link_speed, link_width = link
     groups = min(gpus, nics)
     sockets = 2 if groups % 2 == 0 else 1
     per_socket = groups // sockets
@@ -741,15 +942,23 @@ def generic_profile(gpus: int, nics: int, nic_gbps: int) -> ServerProfile:
     cores = 64
     body = {
         "description": f"generic {gpus}-GPU {nics}-NIC server (placeholder bus ids and CPU model)",
-        "gpu": {"link_speed": "32.0 GT/s PCIe", "link_width": 16},
-        "nic": {"speed_mbps": nic_gbps * 1000, "port": 1, "link_speed": "32.0 GT/s PCIe", "link_width": 16},
-        "switch": {"link_speed": "32.0 GT/s PCIe", "link_width": 16, **{k: "0xffff" for k in SWITCH_IDS}},
+        "gpu": {"link_speed": link_speed, "link_width": link_width},
+        "nic": {"speed_mbps": nic_gbps * 1000, "port": 1, "link_speed": link_speed, "link_width": link_width},
+        "switch": {"link_speed": link_speed, "link_width": link_width, **{k: "0xffff" for k in SWITCH_IDS}},
         "cpus": [{"numaid": s, "cpulist": f"{s * cores}-{s * cores + cores - 1}", "arch": "x86_64",
                   "vendor": "GenuineIntel", "familyid": 6, "modelid": 143,
                   "switches": [switch(s * per_socket + k) for k in range(per_socket)]}
                  for s in range(sockets)],
     }
     return profile_from_dict(f"generic-{gpus}gpu-{nics}nic", body, "generic")
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` names a file; False for a name the system refuses (too long, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _is_path(value: str) -> bool:
@@ -790,14 +999,14 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
         return generic_profile(gpn, npn, gbps)
     if value in shipped:
         profile = shipped[value]
-    elif _is_path(value) or (Path(base_dir or ".") / value).is_file():
+    elif _is_path(value) or _is_file(Path(base_dir or ".") / value):
         path = Path(value)
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
         profile = load_server_profile(path)
     else:
         known = ", ".join(sorted(shipped))
-        raise SpecError([f"server: unknown server profile {value!r}{did_you_mean(value, shipped)}; "
+        raise SpecError([f"server: unknown server profile {quote(value)}{did_you_mean(value, shipped)}; "
                          f"known: {known}, or the path of a YAML profile (docs/nccl.md)"])
     check_server(profile, spec)
     return profile

@@ -547,6 +547,8 @@ def parse_yaml(text: str, where: str) -> Any:
         return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
     except RecursionError:
         raise SpecError([f"{where}: malformed YAML: nested too deeply"]) from None
+    except ValueError:  # a number too long for Python's int
+        raise SpecError([f"{where}: malformed YAML: a number with more than 4,300 digits"]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -52,6 +52,45 @@ IB_NIC_CLASS = "0x020700"
 ETHERNET_NIC_CLASS = "0x020000"
 
 
+def max_detected_nvlinks(sm: int | None) -> int:
+    """The most ``<nvlink>`` elements NCCL adds under a ``<gpu>`` that the file gives none.
+
+    NCCL then asks NVML about each of the GPU's links (4 below sm 70, 6 below 80, 12 below 90, else
+    18; none below 60) and adds one ``<nvlink>`` per distinct peer (``ncclTopoGetXmlFromGpu`` in
+    xml.cc): 4 per H100 of an HGX board (its 4 NVSwitches), 6 per A100, and up to one per link when
+    every link reaches another NVSwitch (18 on GB200 NVL72). A GPU without ``sm`` may be any model: 18.
+
+    >>> max_detected_nvlinks(None), max_detected_nvlinks(80), max_detected_nvlinks(90), max_detected_nvlinks(52)
+    (18, 12, 18, 0)
+    """
+    if sm is None:
+        return 18
+    return 0 if sm < 60 else 4 if sm < 70 else 6 if sm < 80 else 12 if sm < 90 else 18
+
+
+def detected_elements(profile: ServerProfile) -> tuple[int, int]:
+    """The most elements NCCL adds to a profile's topology when it loads it: (``<nvlink>``, ``<c2c>``).
+
+    Each local rank fills in its own GPU and the ranks' trees are fused into one buffer of
+    TOPO_XML_MAX_NODES elements (topo.cc ``ncclTopoGetSystem``), so every GPU's additions count:
+    the NVLinks of a GPU the file gives none (:func:`max_detected_nvlinks`), and one ``<c2c>`` for a
+    GPU of sm 90 or later (or unknown) on an arm64 (Grace) CPU, where NVML reports C2C links.
+    Everything else NCCL fills in is attributes, not elements. NVSwitches become one NVS node of
+    NCCL's graph, not XML elements.
+
+    >>> from topo.servers import generic_profile, server_profiles
+    >>> detected_elements(server_profiles()["hgx-h100-8nic"]), detected_elements(generic_profile(8, 8, 400))
+    ((0, 0), (144, 0))
+    """
+    nvlinks = c2cs = 0
+    for cpu in profile.cpus:
+        for sw in cpu.switches:
+            for gpu in sw.gpus:
+                nvlinks += 0 if gpu.nvlink else max_detected_nvlinks(gpu.sm)
+                c2cs += cpu.arch == "arm64" and (gpu.sm is None or gpu.sm >= 90)
+    return nvlinks, c2cs
+
+
 def _attrs(**values: Any) -> list[tuple[str, str]]:
     """Attributes in the given order, skipping None; integers in plain decimal (never zero-padded)."""
     return [(key, str(value)) for key, value in values.items() if value is not None]
@@ -186,7 +225,8 @@ def nccl_files(fabric: Fabric, server: ServerProfile | str | None = None, analys
     ------
     SpecError
         When the profile cannot be read or does not fit the spec (see :func:`resolve_server`), or
-        when the server is too large for one NCCL file (255 elements).
+        when the server is too large for NCCL: its file, with the elements NCCL adds when it loads it
+        (:func:`detected_elements`), must hold fewer than TOPO_XML_MAX_NODES (256) elements.
 
     Examples
     --------
@@ -216,6 +256,19 @@ def nccl_files(fabric: Fabric, server: ServerProfile | str | None = None, analys
             f"server={profile.name}: its NCCL topology file would hold {elements} elements "
             f"({profile.gpu_count} GPUs, {profile.nic_count} NICs), but NCCL's parser takes at most "
             f"{TOPO_XML_MAX_NODES - 1}"])
+    nvlinks, c2cs = detected_elements(profile)
+    if elements + nvlinks + c2cs >= TOPO_XML_MAX_NODES:
+        detecting = [g for g in profile.gpus if not g.nvlink]
+        each = sorted({max_detected_nvlinks(g.sm) for g in detecting})
+        span = f"{each[0]}" if len(each) == 1 else f"{each[0]} to {each[-1]}"
+        added = [f"{nvlinks} <nvlink> for the {len(detecting)} GPUs whose NVLinks it detects "
+                 f"(up to {span} each)"] if nvlinks else []
+        added += [f"{c2cs} <c2c>"] if c2cs else []
+        raise SpecError([
+            f"server={profile.name}: NCCL would hold up to {elements + nvlinks + c2cs} elements for it "
+            f"({profile.gpu_count} GPUs, {profile.nic_count} NICs): the file's {elements} and "
+            f"{' and '.join(added)}, but NCCL's buffer takes at most {TOPO_XML_MAX_NODES - 1}; describe the server in a "
+            f"profile file that gives each GPU's sm and nvlink count (--server FILE, docs/nccl.md)"])
     xml = topology_xml(profile, nic_class)
     problems = check_topology(xml)
     if problems:  # the profile is checked when read: this would be a bug
