@@ -6,17 +6,33 @@ folder of the source tree). Undefined variables are errors (``StrictUndefined``)
 in a template becomes a :class:`TemplateError` that names the template file, the line and what
 went wrong. Renderers use :func:`template_environment` and :func:`render_template`; this module
 knows nothing of the outputs themselves (``topo.outputs.build`` lists them).
+
+Every template, packaged or the user's, renders in Jinja2's immutable sandbox
+(:class:`TemplateSandbox`): no attribute that starts with ``_``, no method that changes a list,
+dict or set, no ``range`` longer than ``jinja2.sandbox.MAX_RANGE``. So a template cannot reach
+Python's internals, files, processes or the environment variables, and cannot change the facts
+that the next switch's templates see. The loader (:class:`TemplateLoader`) reads only regular
+UTF-8 files of at most :data:`MAX_TEMPLATE_BYTES` whose real path is inside the real path of the
+folder they were found in, so a symlink cannot lead a template (or an ``{% include %}``) out of
+its folder.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import posixpath
+import stat
 from importlib import resources
 from json.encoder import encode_basestring as _encode_string
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import jinja2
+import jinja2.runtime
+import jinja2.sandbox
+import jinja2.utils
+from jinja2.loaders import split_template_path
 
 from ..errors import TopoError
 
@@ -25,19 +41,160 @@ class TemplateError(TopoError):
     """A template that fails to render: names the template, the line and what went wrong."""
 
 
+#: Largest template file the loader reads (bytes); the packaged ones are under 10 KiB.
+MAX_TEMPLATE_BYTES = 1 << 20
+
+#: Most characters of a Python exception's text that a template error quotes.
+MESSAGE_LIMIT = 300
+
+
 def packaged_template_dir() -> Path:
     """Where the packaged templates are on this installation."""
     return Path(str(resources.files("topo.templates")))
 
 
+class TemplateLoader(jinja2.FileSystemLoader):
+    """A ``FileSystemLoader`` that reads only what is really inside its folders.
+
+    A template is the first existing entry ``folder/relative/path`` over the search folders (a
+    broken symlink or a directory counts: it is refused, not skipped). It must resolve (symlinks
+    followed) to a path inside the resolved folder, be a regular file of at most
+    :data:`MAX_TEMPLATE_BYTES` and be valid UTF-8; anything else is a :class:`TemplateError` naming
+    the template and the folder.
+
+    >>> import shutil, tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> (folder / "x.j2").symlink_to("/etc/hostname")
+    >>> TemplateLoader([str(folder)]).get_source(None, "x.j2")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    topo.outputs.templating.TemplateError: template x.j2 (in ...) resolves to /etc/hostname, outside that folder; ...
+    >>> shutil.rmtree(folder)
+    """
+
+    def get_source(self, environment: Any, template: str) -> tuple[str, str, Callable[[], bool]]:
+        pieces = split_template_path(template)
+        for folder in self.searchpath:
+            filename = posixpath.join(folder, *pieces)
+            if os.path.lexists(filename):
+                break
+        else:
+            return super().get_source(environment, template)  # Jinja2's TemplateNotFound
+        where = f"template {template} (in {folder})"
+        real, root = os.path.realpath(filename), os.path.realpath(folder)
+        if not _inside(real, root):
+            raise TemplateError(f"{where} resolves to {real}, outside that folder; a template must be a "
+                                f"file inside its folder")
+        contents = _read_template(real, where)
+        mtime = os.path.getmtime(real)
+
+        def uptodate() -> bool:
+            try:
+                return os.path.getmtime(real) == mtime
+            except OSError:
+                return False
+
+        return contents, os.path.normpath(filename), uptodate
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether the real path ``path`` is ``folder`` or below it."""
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # different drives (Windows)
+        return False
+
+
+def _read_template(path: str, where: str) -> str:
+    """The text of a template file: a regular file of at most MAX_TEMPLATE_BYTES, valid UTF-8."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)  # O_NONBLOCK: a FIFO does not block; O_NOFOLLOW: no late symlink
+    except OSError as exc:
+        raise TemplateError(f"{where} cannot be read: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise TemplateError(f"{where} is not a regular file")
+        size = info.st_size
+        if size <= MAX_TEMPLATE_BYTES:
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read(MAX_TEMPLATE_BYTES + 1)  # + 1: a file that grew since fstat
+            size = len(data)
+    finally:
+        os.close(fd)
+    if size > MAX_TEMPLATE_BYTES:
+        raise TemplateError(f"{where} is {size:,} bytes; a template may have at most {MAX_TEMPLATE_BYTES:,} "
+                            f"(1 MiB)")
+    try:
+        # Universal newlines, as Jinja2's loader reads a template in text mode.
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TemplateError(f"{where}, line {line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
+                            f"offset {exc.start})") from None
+
+
+#: Attributes that an instance of exactly ``dict`` has (its methods); any other name is a key.
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+#: Types whose sandbox verdict depends only on the type and the attribute name (builtins and
+#: Jinja2's runtime objects), so it can be computed once per (type, name).
+_CACHED_TYPES = frozenset({dict, list, tuple, str, int, float, bool, type(None), jinja2.runtime.LoopContext,
+                           jinja2.runtime.Macro, jinja2.utils.Cycler, jinja2.utils.Joiner,
+                           jinja2.utils.Namespace})
+
+
+class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """Jinja2's immutable sandbox, with the same verdicts, computed faster.
+
+    Two shortcuts, neither of which allows anything the sandbox refuses (and a ``_`` attribute of
+    an undefined value raises that value's own error at once):
+
+    - ``d.key`` on a plain ``dict`` (every fact topo passes is one) whose ``key`` is not a dict
+      attribute goes straight to ``d["key"]``, as Jinja2 does after the failed attribute lookup
+      (items are data, never checked by the sandbox); dict methods still take the checked path.
+    - ``is_safe_attribute`` is remembered per (type, name) for the types of :data:`_CACHED_TYPES`,
+      whose verdict (a ``_`` prefix, Python internals, a mutating method) depends on nothing else.
+      Without it, ``loop.last`` costs four ABC ``isinstance`` checks per loop step.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._safe_attributes: dict[tuple[type, str], bool] = {}
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        if isinstance(obj, jinja2.Undefined) and attribute[:1] == "_":
+            # ``x.__class__.__init__``: report the first unsafe or undefined step, not that
+            # ``__init__`` of the Undefined standing for it is unsafe too.
+            obj._fail_with_undefined_error()
+        return super().getattr(obj, attribute)
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        kind = type(obj)
+        if kind not in _CACHED_TYPES:
+            return super().is_safe_attribute(obj, attr, value)
+        key = (kind, attr)
+        verdict = self._safe_attributes.get(key)
+        if verdict is None:
+            verdict = super().is_safe_attribute(obj, attr, value)
+            if len(self._safe_attributes) < 4096:
+                self._safe_attributes[key] = verdict
+        return verdict
+
+
 def template_environment(user_dirs: Iterable[str | Path] = ()) -> jinja2.Environment:
-    """A Jinja2 environment that looks in ``user_dirs`` first, then in the packaged templates.
+    """A sandboxed Jinja2 environment that looks in ``user_dirs`` first, then in the packaged templates.
 
     Undefined variables are errors (``StrictUndefined``); blocks do not leave blank lines.
     """
     search = [str(Path(d)) for d in user_dirs] + [str(packaged_template_dir())]
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(search),
+    env = TemplateSandbox(
+        loader=TemplateLoader(search),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -51,25 +208,51 @@ def template_environment(user_dirs: Iterable[str | Path] = ()) -> jinja2.Environ
 
 
 def render_template(env: jinja2.Environment, template: str, context: dict[str, Any]) -> str:
-    """Render one template; any template mistake becomes a TemplateError naming file and line."""
+    """Render one template; any template mistake becomes a TemplateError naming file and line.
+
+    That covers Jinja2's errors (syntax, undefined names, the sandbox's ``SecurityError``) and any
+    other exception raised while the template's own code runs (``{{ 1/0 }}``, a filter given a
+    value it cannot take, a macro that calls itself forever). An exception that is not raised
+    under a template frame is a bug in topo and keeps its traceback.
+
+    >>> env = template_environment()
+    >>> render_template(env, "summary.md.j2", {})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    topo.outputs.templating.TemplateError: template summary.md.j2 (in ...), line 2: 'summary' is undefined
+    """
     try:
         return env.get_template(template).render(context)
+    except TopoError:
+        raise
     except jinja2.TemplateNotFound as exc:
         raise TemplateError(f"template {exc.name} not found (included from {template})") from None
     except jinja2.TemplateError as exc:
         name, line = _template_location(exc)
         where = template_display_name(env, name or template) + (f", line {line}" if line else "")
         raise TemplateError(f"template {where}: {exc.message or exc}") from None
+    except Exception as exc:
+        name, line = _template_location(exc, frames_only=True)
+        if name is None:
+            raise
+        where = template_display_name(env, name) + (f", line {line}" if line else "")
+        text = " ".join(str(exc).split())
+        if len(text) > MESSAGE_LIMIT:
+            text = text[:MESSAGE_LIMIT - 3] + "..."
+        raise TemplateError(f"template {where}: {type(exc).__name__}" + (f": {text}" if text else "")) from exc
 
 
-def _template_location(exc: BaseException) -> tuple[str | None, int | None]:
-    """(template name, line) of the innermost template frame of a rendering error."""
-    name = getattr(exc, "name", None) or getattr(exc, "filename", None)
-    line = getattr(exc, "lineno", None)
+def _template_location(exc: BaseException, frames_only: bool = False) -> tuple[str | None, int | None]:
+    """(template name, line) of the innermost template frame of a rendering error.
+
+    Without a template frame: the name and line the exception carries, or ``(None, None)`` with
+    ``frames_only`` (a Python exception's ``name`` is not a template's).
+    """
+    name = None if frames_only else getattr(exc, "name", None) or getattr(exc, "filename", None)
+    line = None if frames_only else getattr(exc, "lineno", None)
     tb = exc.__traceback__
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if filename.endswith(".j2"):
+        if filename.endswith(".j2") or "__jinja_exception__" in tb.tb_frame.f_globals:
             name, line = filename, tb.tb_lineno
         tb = tb.tb_next
     return name, line

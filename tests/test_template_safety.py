@@ -1,0 +1,351 @@
+"""Templates render in Jinja2's sandbox, read only files inside their folder, and report every
+mistake as one ``TemplateError`` line naming the template and the line (docs/configs.md, "What a
+template can and cannot do")."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import jinja2
+import jinja2.sandbox
+import pytest
+from click.testing import CliRunner
+
+from topo import build_fabric, load_spec
+from topo.cli import main
+from topo.outputs.build import all_outputs, template_sources
+from topo.outputs.configs import CONFIG_CHUNK, config_files
+from topo.outputs.templating import (
+    MAX_TEMPLATE_BYTES,
+    TemplateError,
+    TemplateLoader,
+    TemplateSandbox,
+    packaged_template_dir,
+    render_template,
+    template_environment,
+)
+
+#: Each would run a command, read a file or the environment, or change the facts, without the sandbox.
+ESCAPES = {
+    "cycler-globals": ("{{ cycler.__init__.__globals__.os.popen('touch MARKER').read() }}",
+                       "access to attribute '__init__' of 'type' object is unsafe."),
+    "lipsum-globals": ("{{ lipsum.__globals__['os'].environ }}",
+                       "access to attribute '__globals__' of 'function' object is unsafe."),
+    "self-builtins": ("{{ self.__init__.__globals__.__builtins__.open('/etc/passwd').read() }}",
+                      "access to attribute '__init__' of 'TemplateReference' object is unsafe."),
+    "subclasses": ("{{ ''.__class__.__mro__[1].__subclasses__() }}",
+                   "access to attribute '__class__' of 'str' object is unsafe."),
+    "format-string": ("{{ '{0.__class__}'.format(sw) }}",
+                      "access to attribute '__class__' of 'dict' object is unsafe."),
+    "dict-class": ("{{ sw.__class__.__init__ }}", "access to attribute '__class__' of 'dict' object is unsafe."),
+    "loop-class": ("{% for p in sw.ports %}{{ loop.__class__ }}{% endfor %}",
+                   "access to attribute '__class__' of 'LoopContext' object is unsafe."),
+    "mutate-list": ("{{ sw.ports.append(1) }}", "access to attribute 'append' of 'list' object is unsafe."),
+    "mutate-dict": ("{{ sw.update(name='x') }}", "access to attribute 'update' of 'dict' object is unsafe."),
+}
+
+#: Python errors raised while a template runs, and how they are reported.
+RUNTIME_ERRORS = {
+    "zero-division": ("{{ 1 / 0 }}", "ZeroDivisionError: division by zero"),
+    "recursion": ("{% macro down(n) %}{{ down(n + 1) }}{% endmacro %}{{ down(0) }}",
+                  "RecursionError: maximum recursion depth exceeded"),
+    "value-error-topo-filter": ("{{ sw.name | thousands }}", "ValueError: Cannot specify ',' with 's'."),
+    "type-error-topo-filter": ("{{ none | size }}",
+                               "TypeError: '>=' not supported between instances of 'NoneType' and 'int'"),
+    "key-error-filter": ("{{ '%(rack)s' | format(row=1) }}", "KeyError: 'rack'"),
+    "attribute-error-filter": ("{{ 1 | xmlattr }}", "AttributeError: 'int' object has no attribute 'items'"),
+}
+
+
+@pytest.fixture(scope="module")
+def fabric256():
+    return build_fabric(load_spec({"gpus": 256}))
+
+
+def site(tmp_path, relative: str, text: str | bytes):
+    """A user template folder holding one file at ``relative``."""
+    path = tmp_path / "site" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return tmp_path / "site"
+
+
+def build(tmp_path, folder, *args: str):
+    return CliRunner().invoke(main, ["build", "--gpus", "256", "-o", str(tmp_path / "out"), "-q",
+                                     "--templates", str(folder), *args], prog_name="topo")
+
+
+def one_error_line(result) -> str:
+    """The CLI's stderr for a clean TopoError: exit 1, one line, no traceback."""
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# --- 1. the sandbox ---------------------------------------------------------------------------------
+
+
+def test_every_environment_is_the_immutable_sandbox(tmp_path):
+    env = template_environment([tmp_path])
+    assert isinstance(env, jinja2.sandbox.ImmutableSandboxedEnvironment) and isinstance(env, TemplateSandbox)
+    assert isinstance(env.loader, TemplateLoader)
+    assert env.globals["range"] is jinja2.sandbox.safe_range
+
+
+@pytest.mark.parametrize("payload,message", ESCAPES.values(), ids=ESCAPES)
+def test_a_user_template_cannot_reach_python_internals(tmp_path, monkeypatch, fabric256, payload, message):
+    monkeypatch.chdir(tmp_path)
+    folder = site(tmp_path, "frr/policy.j2", "! policy\n" + payload + "\n")
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value) == f"template frr/policy.j2 (in {folder}), line 2: {message}"
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_the_sandbox_holds_in_the_worker_processes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fabric = build_fabric(load_spec({"gpus": 1024}))
+    assert len(fabric.names) - fabric.plan.nodes > CONFIG_CHUNK  # more than one chunk: a process pool
+    folder = site(tmp_path, "frr/policy.j2", ESCAPES["cycler-globals"][0] + "\n")
+    with pytest.raises(TemplateError, match=r"^template frr/policy.j2 \(in .*\), line 1: access to attribute "
+                                            r"'__init__' of 'type' object is unsafe\.$"):
+        list(config_files(fabric, [folder], workers=2))
+    result = CliRunner().invoke(main, ["build", "--gpus", "1024", "-j", "2", "-o", str(tmp_path / "out"), "-q",
+                                       "--templates", str(folder)], prog_name="topo")
+    assert one_error_line(result) == (f"Error: template frr/policy.j2 (in {folder}), line 1: access to "
+                                      f"attribute '__init__' of 'type' object is unsafe.")
+    assert not (tmp_path / "MARKER").exists() and not (tmp_path / "out").exists()
+
+
+TOP_TEMPLATES = sorted({template for _, template, _ in all_outputs()})
+
+
+@pytest.mark.parametrize("template", TOP_TEMPLATES)
+def test_every_templated_output_renders_in_the_sandbox(tmp_path, monkeypatch, template):
+    monkeypatch.chdir(tmp_path)
+    folder = site(tmp_path, template, ESCAPES["cycler-globals"][0] + "\n")
+    line = one_error_line(build(tmp_path, folder))
+    assert line == (f"Error: template {template} (in {folder}), line 1: access to attribute '__init__' of "
+                    f"'type' object is unsafe.")
+    assert not (tmp_path / "MARKER").exists() and not (tmp_path / "out").exists()
+
+
+def test_the_fast_paths_keep_jinja2_semantics_and_verdicts():
+    env, stock = TemplateSandbox(), jinja2.sandbox.ImmutableSandboxedEnvironment()
+    facts = {"name": "leaf", "items": "a key", "ports": [1, 2]}
+    for source in ("{{ d.name }} {{ d['name'] }} {{ d['items'] }} {{ d.items() | list }} {{ d.keys() | list }}",
+                   "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{{ d.get('name') }}",
+                   "{% for p in d.ports %}{{ loop.index }}{{ loop.last }}{{ loop.cycle('a', 'b') }}{% endfor %}",
+                   "{{ d.nope is defined }} {{ d.ports | length }} {{ '{0}-{1}'.format(1, d.name) }}"):
+        assert env.from_string(source).render(d=facts) == stock.from_string(source).render(d=facts)
+        assert env.from_string(source).render(d=facts) == jinja2.Environment().from_string(source).render(d=facts)
+    strict = TemplateSandbox(undefined=jinja2.StrictUndefined)
+    with pytest.raises(jinja2.UndefinedError, match=r"^'dict object' has no attribute 'rack'$"):
+        strict.from_string("{{ d.rack }}").render(d=facts)
+    loop = jinja2.runtime.LoopContext(iter([1]), jinja2.StrictUndefined)
+    ns, text = jinja2.utils.Namespace(), "x"
+    for obj, attr in [(facts, "update"), (facts, "pop"), (facts, "keys"), (facts, "__class__"),
+                      ([], "append"), ([], "index"), ({1}, "add"), (loop, "last"), (loop, "__class__"),
+                      (loop, "_iterator"), (text, "upper"), (text, "__class__"), (ns, "__init__"),
+                      (jinja2.utils.Cycler, "mro"), (len, "__self__")]:
+        for _ in range(2):  # the second time from the cache
+            assert env.is_safe_attribute(obj, attr, None) == stock.is_safe_attribute(obj, attr, None), (obj, attr)
+
+
+def test_packaged_and_user_templates_render_the_same_bytes_as_before(tmp_path, fabric256):
+    """The sandbox and its fast paths change no byte (the golden files check the rest)."""
+    plain = jinja2.Environment(loader=jinja2.FileSystemLoader([str(packaged_template_dir())]),
+                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                               keep_trailing_newline=True, autoescape=False)
+    sandbox = template_environment()
+    plain.filters.update({name: sandbox.filters[name] for name in ("thousands", "json", "size")})
+    from topo.outputs import configs
+
+    saved = dict(configs._WORKER)
+    try:
+        configs._init_worker(fabric256, ())
+        switches = [fabric256.plan.nodes, len(fabric256.names) - 1]
+        configs._WORKER["env"] = plain
+        expected = configs._render_chunk(switches)
+        configs._WORKER["env"] = sandbox
+        assert configs._render_chunk(switches) == expected
+    finally:
+        configs._WORKER.update(saved)
+
+
+# --- 2. the loader --------------------------------------------------------------------------------
+
+
+def test_a_symlink_out_of_the_folder_is_refused(tmp_path, fabric256):
+    folder = tmp_path / "site"
+    (folder / "frr").mkdir(parents=True)
+    (folder / "frr" / "policy.j2").symlink_to("/etc/passwd")
+    expected = (f"template frr/policy.j2 (in {folder}) resolves to /etc/passwd, outside that folder; "
+                f"a template must be a file inside its folder")
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value) == expected
+    with pytest.raises(TemplateError) as info:
+        template_sources([folder])
+    assert str(info.value) == expected
+    result = CliRunner().invoke(main, ["templates", "--templates", str(folder)], prog_name="topo")
+    assert one_error_line(result) == "Error: " + expected
+    assert one_error_line(build(tmp_path, folder)) == "Error: " + expected
+
+
+def test_an_include_through_a_symlink_or_a_linked_folder_is_refused(tmp_path, fabric256):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-TOKEN\n")
+    folder = site(tmp_path, "frr/policy.j2", '! policy\n{% include "frr/secret.j2" %}\n')
+    (folder / "frr" / "secret.j2").symlink_to(secret)
+    with pytest.raises(TemplateError, match=r"^template frr/secret.j2 \(in .*\) resolves to .*secret.txt, outside"):
+        dict(config_files(fabric256, [folder]))
+    (folder / "frr" / "secret.j2").unlink()
+    (folder / "linked").symlink_to(tmp_path, target_is_directory=True)  # a folder out of the search folder
+    (folder / "frr" / "policy.j2").write_text('{% include "linked/secret.txt" %}\n')
+    with pytest.raises(TemplateError, match=r"^template linked/secret.txt \(in .*\) resolves to .*secret.txt"):
+        dict(config_files(fabric256, [folder]))
+    (folder / "frr" / "policy.j2").write_text('{% include "/etc/passwd" %}\n')  # names are relative
+    with pytest.raises(TemplateError, match=r"template /etc/passwd not found"):
+        dict(config_files(fabric256, [folder]))
+
+
+def test_symlinks_inside_the_folder_and_a_linked_search_folder_are_fine(tmp_path, fabric256):
+    folder = site(tmp_path, "shared/policy.j2", "! shared policy for {{ sw.name }}\n")
+    (folder / "frr").mkdir()
+    (folder / "frr" / "policy.j2").symlink_to("../shared/policy.j2")
+    (tmp_path / "link").symlink_to(folder, target_is_directory=True)
+    for where in (folder, tmp_path / "link"):
+        files = dict(config_files(fabric256, [where]))
+        assert "! shared policy for cluster-leaf-su00-r0\n" in files["switches/cluster-leaf-su00-r0/frr.conf"]
+    rows = {r["template"]: r for r in template_sources([tmp_path / "link"])}
+    assert rows["frr/policy.j2"]["from"] == "user" and rows["frr/policy.j2"]["file"] == str(
+        tmp_path / "link" / "frr" / "policy.j2")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_or_a_directory_is_not_a_template(tmp_path, fabric256):
+    folder = tmp_path / "site"
+    (folder / "frr").mkdir(parents=True)
+    os.mkfifo(folder / "frr" / "policy.j2")  # reading it would block for ever
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value) == f"template frr/policy.j2 (in {folder}) is not a regular file"
+    (folder / "frr" / "policy.j2").unlink()
+    (folder / "frr" / "policy.j2").mkdir()  # not skipped in favour of the packaged template
+    assert one_error_line(build(tmp_path, folder)) == f"Error: template frr/policy.j2 (in {folder}) is not a regular file"
+
+
+def test_a_template_larger_than_1_mib_is_refused(tmp_path, fabric256):
+    assert MAX_TEMPLATE_BYTES == 1 << 20
+    folder = site(tmp_path, "frr/policy.j2", b"!" * (MAX_TEMPLATE_BYTES + 1))
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value) == (f"template frr/policy.j2 (in {folder}) is 1,048,577 bytes; a template may "
+                               f"have at most 1,048,576 (1 MiB)")
+    (folder / "frr" / "policy.j2").write_bytes(b"!" * MAX_TEMPLATE_BYTES)
+    source, _, _ = TemplateLoader([str(folder)]).get_source(None, "frr/policy.j2")
+    assert len(source) == MAX_TEMPLATE_BYTES
+
+
+def test_a_template_that_is_not_utf8_is_one_error_line(tmp_path):
+    folder = site(tmp_path, "frr/policy.j2", b"! policy\n! caf\xe9\n")
+    expected = (f"template frr/policy.j2 (in {folder}), line 2: not valid UTF-8 (byte 0xe9 at offset 14)")
+    assert one_error_line(build(tmp_path, folder)) == "Error: " + expected
+    result = CliRunner().invoke(main, ["templates", "--templates", str(folder)], prog_name="topo")
+    assert one_error_line(result) == "Error: " + expected
+
+
+def test_line_endings_are_read_as_before(tmp_path):
+    folder = site(tmp_path, "t.j2", b"a\r\nb {{ x }}\rc\n\xc3\xa9\n")
+    ours = TemplateLoader([str(folder)]).get_source(None, "t.j2")
+    stock = jinja2.FileSystemLoader([str(folder)]).get_source(None, "t.j2")
+    assert ours[:2] == stock[:2] and ours[2]()
+
+
+# --- 3. runtime errors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source,message", RUNTIME_ERRORS.values(), ids=RUNTIME_ERRORS)
+def test_a_runtime_error_names_template_line_and_error(tmp_path, fabric256, source, message):
+    folder = site(tmp_path, "frr/policy.j2", "! policy\n" + source + "\n")
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value).startswith(f"template frr/policy.j2 (in {folder}), line 2: {message}")
+    assert "\n" not in str(info.value)
+
+
+def test_a_runtime_error_in_the_cli_is_one_error_line(tmp_path):
+    folder = site(tmp_path, "frr/policy.j2", "! policy\n\n! ratio {{ sw.asn / 0 }}\n")
+    assert one_error_line(build(tmp_path, folder)) == (
+        f"Error: template frr/policy.j2 (in {folder}), line 3: ZeroDivisionError: division by zero")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_runtime_error_in_an_included_template_names_that_template(tmp_path, fabric256):
+    folder = site(tmp_path, "frr/policy.j2", '! policy\n{% include "frr/site.j2" %}\n')
+    (folder / "frr" / "site.j2").write_text("! site\n!\n{{ sw.asn // 0 }}\n")
+    with pytest.raises(TemplateError, match=r"^template frr/site.j2 \(in .*\), line 3: ZeroDivisionError"):
+        dict(config_files(fabric256, [folder]))
+    (folder / "frr" / "site.j2").write_text('{% include "frr/site.j2" %}\n')  # includes itself for ever
+    with pytest.raises(TemplateError, match=r"^template frr/site.j2 \(in .*\), line 1: RecursionError"):
+        dict(config_files(fabric256, [folder]))
+
+
+def test_a_long_error_text_is_cut_to_one_short_line(tmp_path, fabric256):
+    folder = site(tmp_path, "frr/policy.j2", "{{ ('%(' ~ 'x' * 1000 ~ ')s') | format(y=1) }}\n")
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    text = str(info.value)
+    assert "\n" not in text and len(text) < 500 and text.endswith("...")
+    assert re.match(r"template frr/policy.j2 \(in .*\), line 1: KeyError: 'xxxx", text)
+
+
+def test_a_bug_outside_the_template_keeps_its_traceback(tmp_path, monkeypatch):
+    env = template_environment()
+
+    def broken_loader(environment, template):
+        raise RuntimeError("a bug in topo")
+
+    monkeypatch.setattr(env.loader, "get_source", broken_loader)
+    with pytest.raises(RuntimeError, match="a bug in topo"):
+        render_template(env, "frr/policy.j2", {})
+
+
+# --- 4. bounded ranges ----------------------------------------------------------------------------
+
+
+def test_range_is_bounded_by_the_sandbox(tmp_path, fabric256):
+    assert jinja2.sandbox.MAX_RANGE == 100_000
+    folder = site(tmp_path, "frr/policy.j2", "!\n{% for i in range(10 ** 12) %}{{ i }}{% endfor %}\n")
+    start = time.perf_counter()
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert time.perf_counter() - start < 30
+    assert str(info.value) == (f"template frr/policy.j2 (in {folder}), line 2: OverflowError: Range too big. "
+                               f"The sandbox blocks ranges larger than MAX_RANGE (100000).")
+    env = template_environment()
+    assert env.from_string("{{ range(100000) | length }}").render() == "100000"
+    with pytest.raises(OverflowError):
+        env.from_string("{{ range(0, 100001) | length }}").render()
+    with pytest.raises(OverflowError):
+        env.from_string("{{ range(0, 10 ** 12, 1000) | length }}").render()  # 10**9 items
+
+
+# --- 5. the docs ----------------------------------------------------------------------------------
+
+
+def test_the_docs_list_every_filter_topo_registers():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configs.md").read_text(encoding="utf-8")
+    section = page.split("### What a template can and cannot do", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    ours = set(template_environment().filters) - set(jinja2.Environment().filters)
+    assert ours == {"thousands", "json", "size"}
+    for name in ours:
+        assert f"`{name}`" in section, name
+    assert "MAX_RANGE" in section and "1 MiB" in section
