@@ -176,6 +176,23 @@ ERROR_CASES = {
     "unknown-server-profile": (["--gpus", "1024", "--server", "hgx-h100-8nc"], None),
     "duplicate-host-names": ([], "gpus: 16\nhostnames: gpu\n"),
     "host-name-pattern-invalid": (["--gpus", "16", "--hostnames", "gpu_{node}"], None),
+    "host-name-pattern-too-wide": (["--gpus", "16", "--hostnames", "gpu{number:0999999999d}"], None),
+    "host-names-differ-only-in-case": ([], "gpus: 16\nhostnames: hosts.csv\n"),
+    "yaml-duplicate-key": ([], "gpus: 1024\nradix: 64\ngpus: 2048\n"),
+    "yaml-leading-zero": ([], "gpus: 0200\n"),
+    "yaml-hex-integer": ([], "gpus: 0x400\n"),
+    "ratio-huge-exponent": (["--gpus", "1024", "--oversubscription", "1e99999999"], None),
+    "undersubscription-suggests-the-flip": (["--gpus", "1024", "--oversubscription", "16:48"], None),
+    "gpus-with-unit": (["--gpus", "1.1k"], None),
+    "nic-speed-with-unit": (["--gpus", "1024", "--nic-gbps", "300G"], None),
+    "too-many-nics-per-node": (["--gpus", "1024", "--nics-per-node", "1000"], None),
+    "spec-file-is-a-device": (["-f", "/dev/null"], None),
+}
+
+
+#: Files a case needs beside its spec.
+ERROR_CASE_FILES = {
+    "host-names-differ-only-in-case": {"hosts.csv": "node,hostname\n0,gpu-a\n1,GPU-A\n"},
 }
 
 
@@ -183,6 +200,9 @@ ERROR_CASES = {
 def test_error_golden(case, tmp_path, monkeypatch):
     args, spec_text = ERROR_CASES[case]
     monkeypatch.chdir(tmp_path)
+    extra = ERROR_CASE_FILES.get(case, {})
+    for name, text in extra.items():
+        Path(name).write_text(text)
     if spec_text is not None:
         Path("spec.yaml").write_text(spec_text)
         args = ["-f", "spec.yaml", *args]
@@ -194,7 +214,7 @@ def test_error_golden(case, tmp_path, monkeypatch):
     assert record == golden.read_text(), f"regenerate with TOPO_REGEN_GOLDEN=1 if intended:\n{record}"
     assert result.exit_code in (1, 2)
     assert "Traceback" not in result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == (["spec.yaml"] if spec_text else [])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted((["spec.yaml"] if spec_text else []) + list(extra))
     assert result.stdout == ""
 
 
@@ -259,6 +279,11 @@ ANALYZE_ERRORS = {
     "qps-zero": ["--gpus", "1024", "--qps", "0"],
     "fail-random-out-of-range": ["--gpus", "1024", "--fail-random", "1.5"],
     "not-a-design-folder": ["nowhere"],
+    "negative-seed": ["--gpus", "1024", "--seed", "-1"],
+    "negative-hash-seed": ["--gpus", "1024", "--hash-seed", "-1"],
+    "infinite-size": ["--gpus", "1024", "--sizes", "inf"],
+    "nan-latency": ["--gpus", "1024", "--switch-latency-ns", "nan", "--link-efficiency", "inf"],
+    "one-node-job-is-not-an-error-but-zero-is": ["--gpus", "1024", "--job-gpus", "0"],
 }
 
 
