@@ -434,3 +434,25 @@ def test_analyze_help_lists_only_what_the_analysis_uses():
     for flag in ("--loopback-pool", "--qos", "--mtu", "--bfd", "--hostnames", "--cable-leaf-spine-m"):
         assert flag not in text
     assert run("analyze", "--gpus", 64, "--mtu", 9000, "--qos", "sonic", "-q").exit_code == 0  # still taken
+
+
+def test_configs_render_in_one_process_where_no_pool_can_be_made(monkeypatch):
+    """Without a writable /dev/shm (some containers) a process pool cannot make its locks: the
+    configs are then rendered in this process, with the same bytes."""
+    import multiprocessing
+
+    from topo.outputs.configs import config_files
+
+    fabric = build_fabric(load_spec({"gpus": 1024}))
+    expected = list(config_files(fabric, workers=1))
+    real = multiprocessing.get_context
+
+    class NoPool:
+        def __init__(self, method):
+            self.context = real(method)
+
+        def Pool(self, *args, **kwargs):  # noqa: N802 (multiprocessing's name)
+            raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(multiprocessing, "get_context", NoPool)
+    assert list(config_files(fabric, workers=2)) == expected

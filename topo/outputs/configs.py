@@ -311,7 +311,8 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     address table, as ``(path, text)`` pairs made one switch at a time (memory stays flat).
 
     Nothing for an InfiniBand switch model. With ``workers`` > 1 the switches are rendered by that
-    many processes (where the platform can fork), in the same order and with the same bytes.
+    many processes (where the platform can fork and the pool can be made; else in this one), in the
+    same order and with the same bytes.
     ``progress(switches_done)`` is called as switches are finished.
     """
     if not is_ethernet(fabric):
@@ -319,9 +320,15 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     switches = list(range(fabric.first(1), len(fabric.names)))
     chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
     done = 0
+    pool = None
     if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("fork")
-        with context.Pool(workers, initializer=_init_pool_worker, initargs=(fabric, tuple(user_dirs))) as pool:
+        try:
+            pool = multiprocessing.get_context("fork").Pool(
+                workers, initializer=_init_pool_worker, initargs=(fabric, tuple(user_dirs)))
+        except OSError:  # no shared memory for the pool's locks (a /dev/shm one may not write)
+            pool = None
+    if pool is not None:
+        with pool:
             for files in pool.imap(_render_chunk, chunks):
                 yield from files
                 done += len(files) // 2
