@@ -47,11 +47,14 @@ def frr_check(path: Path) -> list[str]:
     syntax = subprocess.run([VTYSH, "-m", "-f", str(path)], capture_output=True, text=True)
     if syntax.returncode != 0:
         problems.append(f"vtysh: {syntax.stderr.strip()}")
-    meaning = subprocess.run([BGPD, "-C", "-S", "-Z", "-n", "-f", str(path.resolve()), "--log", "stdout"],
+    # -p 0: no BGP listener, so bgpd reads the file as any user (port 179 needs root)
+    meaning = subprocess.run([BGPD, "-C", "-S", "-Z", "-n", "-p", "0", "-f", str(path.resolve()), "--log", "stdout"],
                              capture_output=True, text=True, timeout=60)
     for line in (meaning.stdout + meaning.stderr).splitlines():
         if "% " in line or "Config Failed" in line:
             problems.append(f"bgpd: {line.strip()}")
+    if meaning.returncode != 0 and not problems:  # bgpd could not read the file at all: not a pass
+        problems.append(f"bgpd exited {meaning.returncode}: {(meaning.stdout + meaning.stderr).strip()[-300:]}")
     return problems
 
 
