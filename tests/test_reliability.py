@@ -229,9 +229,16 @@ def test_a_dead_builds_folder_is_removed_and_a_later_build_does_not_stop_an_earl
     assert not dead.exists() and later.is_dir()  # the dead one removed, the later one left running
 
 
+def _default_sigint() -> None:
+    # a test run in the background inherits SIGINT ignored, and Python then keeps ignoring it: give
+    # the command under test the SIGINT a user's terminal would give it
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def topo_process(*args: str, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "topo.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=_default_sigint)
 
 
 def _wait_for_configs(proc: subprocess.Popen, timeout: float = 60) -> list[str]:
