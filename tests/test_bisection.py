@@ -14,6 +14,7 @@ from topo.analysis.bisection import (
     Split,
     bisection,
     endpoints,
+    least_cut,
     maxflow_networkx,
     random_balanced_splits,
     split_maxflow,
@@ -63,6 +64,93 @@ def test_tiers_reported_with_half_capacities():
     ]
     flows = {s.name: s.gbps for s in result.splits}
     assert flows["half-of-each-leaf"] == 153_600 and flows["half-of-each-pod"] == 51_200
+
+
+# --- irregular fabrics: the least cut ------------------------------------------------------------
+
+ISSUE = dict(gpus=256, gpus_per_node=1, nics_per_node=8, nic_gbps=100, port_gbps=200, radix=40,
+             spine_oversubscription=3)
+
+
+@pytest.mark.parametrize(
+    "shape, gbps",
+    [
+        # the issue: half the spine uplinks is 60,000, but pod 0 (120 GPUs) and 8 GPUs across cut
+        # one pod's spine uplinks and 8 GPUs' NIC links: 40,000 + 8 x 800
+        (ISSUE, 46_400),
+        (dict(gpus=1984, placement="rack", oversubscription="5:3", spine_oversubscription="3:1", radix=32,
+              port_gbps=800), 89_600),  # was 115,200
+        (dict(gpus=725, gpus_per_node=1, nics_per_node=8, radix=48, port_gbps=800, oversubscription="5:3",
+              spine_oversubscription="5:3"), 524_800),  # was 648,000; less than every other split
+        (dict(gpus=2368, radix=48, nic_gbps=200, port_gbps=400, oversubscription=3), 83_200),  # was 96,000
+        (dict(gpus=1568, radix=32, port_gbps=800, spine_oversubscription="5:3"), 262_400),  # was 307,200
+        (dict(gpus=760, placement="rack", oversubscription=3), 52_800),  # was 51,200: below every split
+        (dict(gpus=13000, radix=64, oversubscription=3), 870_400),  # only least-cut realises it
+    ],
+)
+def test_irregular_fabrics_agree_with_max_flow(shape, gbps):
+    result = bisection(fabric_of(**shape))
+    flows = {s.name: s.gbps for s in result.splits}
+    assert result.gbps == result.least_cut.gbps == result.maxflow_gbps == flows["least-cut"] == gbps
+    assert result.agrees and result.source == "analytic" and result.least_cut.exact
+    assert "equals the analytic value" in result.note and "this fabric has" in result.note
+    assert list(flows)[:-4][-1] == "least-cut"  # the last tier-aligned split, before the random ones
+
+
+def test_least_cut_terms_of_the_issue_example():
+    cut = least_cut(fabric_of(**ISSUE))
+    d = cut.to_dict()
+    assert (d["pods"], d["pods_a"], d["units_moved"], d["endpoints_across"]) == (3, 1, 0, 8)
+    assert (d["pod_uplink_gbps"], d["unit_uplink_gbps"], d["endpoint_gbps"]) == (40_000, 32_000, 800)
+    assert d["unit_leaves"] == 8 and d["method"] == "classes"
+    assert d["gbps"] == d["pods_a"] * d["pod_uplink_gbps"] + d["endpoints_across"] * d["endpoint_gbps"]
+    assert cut.split.name == "least-cut" and cut.split.kind == "tier"
+    assert int(cut.split.side_a.sum()) == 128 * 8  # 128 GPUs with their 8 NICs each
+
+
+def test_regular_fabrics_evaluate_no_extra_split():
+    for shape in (dict(gpus=1024), dict(gpus=4096), dict(gpus=768, oversubscription=3)):
+        names = [s.name for s in bisection(fabric_of(**shape)).splits]
+        assert "least-cut" not in names
+
+
+def test_gpu_nics_across_pods_few_units_are_tried_exhaustively():
+    # 8 NICs per GPU on 8 rail leaves, pods of 4 leaves: a GPU's NICs reach two pods
+    fabric = fabric_of(gpus=12, gpus_per_node=1, nics_per_node=8, radix=8, tiers=3)
+    assert fabric.plan.leaves_per_pod % 8
+    result = bisection(fabric)
+    cut = result.least_cut
+    assert (cut.method, cut.exact) == ("units", True) and cut.lower_gbps == cut.gbps
+    assert result.gbps == result.maxflow_gbps == cut.gbps and result.agrees
+    assert "least-cut" in [s.name for s in result.splits]
+    assert "reach leaves of more than one pod" in result.note
+    network = FlowNetwork(fabric)
+    assert min(network.value(side) for side in all_balanced_splits(fabric)) == result.gbps
+
+
+def test_gpu_nics_across_pods_many_units_give_bounds():
+    # 18 units of 8 rail leaves, pods of 10 leaves: more units than are tried one by one
+    fabric = fabric_of(gpus=1000, gpus_per_node=2, nics_per_node=16, radix=20, tiers=3, oversubscription=3,
+                       nic_gbps=100, port_gbps=400)
+    result = bisection(fabric)
+    cut = result.least_cut
+    assert (cut.method, cut.exact) == ("bounds", False)
+    assert cut.lower_gbps == 136_000 < result.gbps == cut.gbps == result.maxflow_gbps == 144_000
+    assert result.agrees and result.source == "analytic"
+    assert "an upper bound, and the bisection is at least 136000 Gb/s" in result.note
+
+
+def test_headline_is_never_above_a_split(monkeypatch):
+    from dataclasses import replace
+
+    import topo.analysis.bisection as module
+
+    fabric = fabric_of(gpus=256)
+    real = module.least_cut(fabric)
+    monkeypatch.setattr(module, "least_cut", lambda f: replace(real, gbps=real.gbps + 1000, exact=False))
+    result = module.bisection(fabric)
+    assert result.gbps == result.maxflow_gbps == real.gbps and result.source == "max-flow"
+    assert not result.agrees and "so gbps is its max-flow" in result.note
 
 
 # --- brute force: every balanced split -----------------------------------------------------------
@@ -204,6 +292,7 @@ def test_to_dict_is_plain_and_deterministic():
     first, second = bisection(fabric).to_dict(), bisection(fabric).to_dict()
     assert first == second and json.loads(json.dumps(first)) == first
     assert first["gbps"] == first["maxflow_gbps"] == 819_200
+    assert first["source"] == "analytic" and first["least_cut"]["gbps"] == 819_200
     assert [s["name"] for s in first["splits"]] == [
         "half-of-each-leaf", "half-of-each-pod", "half-of-the-pods",
         "random-0", "random-1", "random-2", "random-3"]
