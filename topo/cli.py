@@ -431,7 +431,8 @@ def analysis_table(analysis: Analysis) -> str:
                      h.unreachable_cross_rail_pairs])
     lines.append(format_table(["links", "switch hops", "GPU pairs", "same rail", "cross rail"], rows))
     b = a.bisection
-    lines += ["", f"bisection: {b.gbps:,} Gb/s analytic; max-flow {b.maxflow_gbps:,} Gb/s, the least of "
+    source = "analytic" if b.source == "analytic" else "the least max-flow (the analytic value is a bound here)"
+    lines += ["", f"bisection: {b.gbps:,} Gb/s {source}; max-flow {b.maxflow_gbps:,} Gb/s, the least of "
               f"{len(b.splits)} splits" + (" (agrees)" if b.agrees else "")]
     lines.append(format_table(["split", "max-flow Gb/s"], [[s.name, s.gbps] for s in b.splits]))
     e = a.ecmp.to_dict()
