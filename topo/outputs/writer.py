@@ -19,8 +19,8 @@ publishes the finished folder in one rename:
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import os
 import re
 import shutil
@@ -44,25 +44,23 @@ _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 _AT_FDCWD = -100
 
 
+@functools.lru_cache(maxsize=1)
 def _renameat2():
-    """libc's renameat2, or None where there is none."""
+    """libc's renameat2 (the C library already loaded in this process), or None where there is none."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        function = libc.renameat2
+        function = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):
         return None
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     return function
 
 
-_RENAMEAT2 = _renameat2()
-
-
 def _rename(src: Path, dst: Path, flags: int) -> bool:
     """renameat2 with ``flags``; False when the system or file system cannot do it."""
-    if _RENAMEAT2 is None:
+    renameat2 = _renameat2()
+    if renameat2 is None:
         return False
-    if _RENAMEAT2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+    if renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
         return True
     code = ctypes.get_errno()
     if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
