@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from topo import build_fabric, load_spec
 from topo.addressing import sonic_port_name
@@ -383,3 +384,13 @@ def test_docs_carry_the_header_and_the_media_table():
     assert ",".join(CABLING_COLUMNS) in text
     assert ",".join(BOM_COLUMNS) in text
     assert media_table_markdown() in text, "regenerate the table in docs/cabling.md from media_table_markdown()"
+
+
+@pytest.mark.parametrize("section, value", [("switches", 5), ("stock_lengths_m", "x"), ("media", [1]),
+                                            ("speeds", 3)])
+def test_a_malformed_section_of_a_media_catalogue_is_a_clean_error(section, value):
+    data = yaml.safe_load(
+        (Path(__file__).resolve().parent.parent / "topo" / "data" / "optics.yaml").read_text())
+    data[section] = value
+    with pytest.raises(CablingError, match=section):
+        _read_catalog(data, "cat")

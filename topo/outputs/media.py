@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..errors import ProblemsError
+from ..errors import ProblemsError, quote
 
 #: Media kinds.
 COPPER, OPTICAL = "copper", "optical"
@@ -94,6 +94,13 @@ class MediaCatalog:
 
 def _read_catalog(data: Any, where: str) -> MediaCatalog:
     """Check a catalogue mapping and build it; every problem is reported at once."""
+    try:
+        return _read_catalog_fields(data, where)
+    except (TypeError, AttributeError, ValueError) as exc:  # a key or value of a shape no field takes
+        raise CablingError([f"{where}: malformed media catalogue ({quote(str(exc))})"]) from None
+
+
+def _read_catalog_fields(data: Any, where: str) -> MediaCatalog:
     problems: list[str] = []
     if not isinstance(data, Mapping):
         raise CablingError([f"{where}: expected a mapping with media, speeds, switches, ..."])
@@ -103,8 +110,11 @@ def _read_catalog(data: Any, where: str) -> MediaCatalog:
         sources = {}
     media = _read_media(data.get("media"), where, problems)
     speeds = _read_speeds(data.get("speeds"), {m.key: m.kind for m in media}, sources, where, problems)
-    switches = {str(k): _read_cage(v, where, f"switches.{k}", problems)
-                for k, v in (data.get("switches") or {}).items()}
+    raw_switches = data.get("switches") or {}
+    if not isinstance(raw_switches, Mapping):
+        problems.append(f"{where}: switches must be a mapping of switch model: cage")
+        raw_switches = {}
+    switches = {str(k): _read_cage(v, where, f"switches.{k}", problems) for k, v in raw_switches.items()}
     default_switch = _read_cage(data.get("default_switch"), where, "default_switch", problems)
     nic = _read_cage(data.get("nic"), where, "nic", problems)
     lengths, step = _read_stock(data.get("stock_lengths_m") or {}, where, problems)
@@ -134,10 +144,10 @@ def _read_media(raw: Any, where: str, problems: list[str]) -> list[Medium]:
             problems.append(f"{where}: media.{key}: unknown fields {', '.join(sorted(unknown))}")
         kind = fields.get("kind")
         if kind not in (COPPER, OPTICAL):
-            problems.append(f"{where}: media.{key}.kind must be copper or optical, got {kind!r}")
+            problems.append(f"{where}: media.{key}.kind must be copper or optical, got {quote(kind)}")
             continue
         max_legs = fields.get("max_legs", 1)
-        if kind == COPPER and (not isinstance(max_legs, int) or not 1 <= max_legs <= 64):
+        if isinstance(max_legs, bool) or not isinstance(max_legs, int) or not 1 <= max_legs <= 64:
             problems.append(f"{where}: media.{key}.max_legs must be a whole number from 1 to 64")
             max_legs = 1
         if kind == OPTICAL and not fields.get("fibre"):
@@ -159,7 +169,8 @@ def _read_speeds(raw: Any, kinds: Mapping[str, str], sources: Mapping, where: st
         speed = str(speed)
         parts = speed.split("/")
         if len(parts) > 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-            problems.append(f"{where}: speeds key {speed!r} must be SPEED or SPEED/LANE in Gb/s, e.g. 400 or 400/50")
+            problems.append(f"{where}: speeds key {quote(speed)} must be SPEED or SPEED/LANE in Gb/s, e.g. 400 "
+                            f"or 400/50")
             continue
         if not isinstance(entries, Mapping):
             problems.append(f"{where}: speeds.{speed} must be a mapping of medium: fields")
@@ -168,7 +179,7 @@ def _read_speeds(raw: Any, kinds: Mapping[str, str], sources: Mapping, where: st
         for key, fields in entries.items():
             at = f"{where}: speeds.{speed}.{key}"
             if key not in kinds:
-                problems.append(f"{at}: no medium {key!r} in media")
+                problems.append(f"{at}: no medium {quote(key)} in media")
                 continue
             if not isinstance(fields, Mapping):
                 problems.append(f"{at} must be a mapping")
@@ -187,12 +198,12 @@ def _read_medium_at_speed(fields: Mapping, kind: str, gbps: int, sources: Mappin
         problems.append(f"{at}: unknown fields {', '.join(sorted(unknown))}")
     reach = fields.get("reach_m")
     if isinstance(reach, bool) or not isinstance(reach, (int, float)) or reach <= 0:
-        problems.append(f"{at}.reach_m must be a length in metres, got {reach!r}")
+        problems.append(f"{at}.reach_m must be a length in metres, got {quote(reach)}")
         return None
     split = fields.get("split_reach_m", reach)
     power = fields.get("power_w", 0)
     if isinstance(power, bool) or not isinstance(power, (int, float)) or power < 0:
-        problems.append(f"{at}.power_w must be watts (0 or more), got {power!r}")
+        problems.append(f"{at}.power_w must be watts (0 or more), got {quote(power)}")
         power = 0
     ports = fields.get("optical_ports", 1)
     transceiver = fields.get("transceiver")
@@ -205,10 +216,10 @@ def _read_medium_at_speed(fields: Mapping, kind: str, gbps: int, sources: Mappin
     for name in ("reach_source", "power_source"):
         source = fields.get(name, ESTIMATE)
         if source != ESTIMATE and source not in sources:
-            problems.append(f"{at}.{name}: no source {source!r} in sources")
+            problems.append(f"{at}.{name}: no source {quote(source)} in sources")
     return MediumAtSpeed(
         reach_m=float(reach), split_reach_m=float(split),
-        transceiver=str(transceiver) if transceiver else None, optical_ports=int(ports),
+        transceiver=str(transceiver) if transceiver else None, optical_ports=int(ports) if kind == OPTICAL else 1,
         power_w=float(power), reach_source=str(fields.get("reach_source", ESTIMATE)),
         power_source=str(fields.get("power_source", ESTIMATE)))
 
@@ -227,6 +238,9 @@ def _read_cage(value: Any, where: str, at: str, problems: list[str]) -> Cage:
 
 def _read_stock(stock: Any, where: str, problems: list[str]) -> tuple[dict[str, tuple[float, ...]], float]:
     """The stock cable lengths of copper and optics, and the step beyond the longest."""
+    if not isinstance(stock, Mapping):
+        problems.append(f"{where}: stock_lengths_m must be a mapping of copper, optical and step_m")
+        stock = {}
     lengths: dict[str, tuple[float, ...]] = {}
     for kind in (COPPER, OPTICAL):
         values = stock.get(kind, [])
