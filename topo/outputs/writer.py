@@ -315,11 +315,6 @@ def _lock_state(lock: Path) -> str:
     return "free"
 
 
-def check_output_dir(out: str | Path, force: bool, inputs: Iterable[str | Path] = ()) -> None:
-    """Raise OutputError if ``out`` may not be written (see :class:`OutputFolder`)."""
-    OutputFolder(out, force, inputs)
-
-
 def write_tree(out: str | Path, files: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]],
                force: bool = False, inputs: Iterable[str | Path] = ()) -> int:
     """Write ``files`` as the folder ``out``, atomically (see :class:`OutputFolder`); returns how
