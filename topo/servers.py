@@ -20,6 +20,11 @@ Derived facts, computed here so that the writer only prints them:
 * NIC ``guid``: ``0x`` and the first 16 hex digits of the SHA-256 of ``nic-guid:<busid>``, unless
   given: stable, and unique because bus ids are.
 * CPU ``affinity``: NCCL's hex-word mask, computed from a Linux ``cpulist`` when one is given.
+
+:meth:`ServerProfile.node_model` gives the hardware facts the all-reduce model needs (docs/model.md) as a
+:class:`NodeModel`: counts, NVLink bandwidth and NVSwitch generation (from the GPU keys ``nvlink_bw`` and
+``nvswitch``, else from ``sm`` and ``nvlink`` by the tables below), PCIe rates and the CPU vendor. The two
+keys are not written to the NCCL topology file.
 """
 
 from __future__ import annotations
@@ -76,6 +81,26 @@ SWITCH_IDS = ("vendor", "device", "subsystem_vendor", "subsystem_device")
 #: NVSwitch PCI class: the target class of a GPU's NVLinks on an NVSwitch system.
 NVSWITCH_CLASS = "0x068000"
 
+#: NVLink bandwidth of one link, GB/s in each direction, by NVLink generation. NVIDIA's published rates:
+#: NVLink1 (P100) 20, NVLink2 (V100), NVLink3 (A100) and NVLink4 (H100) 25, NVLink5 (B200) 50. Check
+#: against the per-GPU totals NVIDIA quotes for both directions: V100 6 links 300 GB/s, A100 12 links
+#: 600 GB/s, H100 SXM 18 links 900 GB/s, B200 18 links 1.8 TB/s.
+NVLINK_GBPS_PER_LINK = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
+#: NVLink generation of a GPU by compute capability x 10, newest first: (lowest sm, generation). sm 60
+#: Pascal, 70 Volta, 80 Ampere, 90 Hopper, 100 and later Blackwell; below 60 counts as NVLink1.
+NVLINK_GENERATION_BY_SM = ((100, 5), (90, 4), (80, 3), (70, 2), (60, 1))
+#: NVSwitch generation that goes with an NVLink generation (NVIDIA's NVSwitch pages): the first NVSwitch
+#: (DGX-2, V100) speaks NVLink2, the second (A100) NVLink3, the third (H100) NVLink4, the fourth (B200)
+#: NVLink5; there was none for NVLink1.
+NVSWITCH_BY_NVLINK_GENERATION = {1: 0, 2: 1, 3: 2, 4: 3, 5: 4}
+#: What :meth:`ServerProfile.node_model` takes for a GPU whose profile does not say (a generic profile):
+#: an H100 (sm 90) on an HGX board, 18 NVLink4 links to third-generation NVSwitches.
+ASSUMED_SM = 90
+ASSUMED_NVLINKS = 18
+#: Bounds of the GPU keys ``nvlink_bw`` (GB/s each way, above 0) and ``nvswitch`` (0 for none).
+MAX_NVLINK_BW = 10_000
+MAX_NVSWITCH_GENERATION = 9
+
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 _NIC_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}")
 _HEX_RE = re.compile(r"0x[0-9a-f]+")
@@ -86,7 +111,11 @@ _SAFE_TEXT_RE = re.compile(r"[ -~]{1,200}")  # printable ASCII, no quotes checke
 
 @dataclass(frozen=True)
 class Gpu:
-    """One GPU: its PCI function and the ``<gpu>`` values NCCL reads."""
+    """One GPU: its PCI function and the ``<gpu>`` values NCCL reads.
+
+    ``nvlink_bw`` (GB/s each way) and ``nvswitch`` (generation, 0 for none) are for the all-reduce
+    model only (:class:`NodeModel`): NCCL reads neither, and the topology file does not hold them.
+    """
 
     busid: str
     dev: int
@@ -95,6 +124,8 @@ class Gpu:
     nvlink: int
     link_speed: str
     link_width: int
+    nvlink_bw: float | None = None
+    nvswitch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +167,114 @@ class Cpu:
     familyid: int | None
     modelid: int | None
     switches: tuple[PciSwitch, ...]
+
+
+def nvlink_generation(sm: int) -> int:
+    """The NVLink generation of a GPU of compute capability ``sm`` (x 10), by NVLINK_GENERATION_BY_SM.
+
+    >>> nvlink_generation(70), nvlink_generation(80), nvlink_generation(90), nvlink_generation(100)
+    (2, 3, 4, 5)
+    """
+    return next((gen for low, gen in NVLINK_GENERATION_BY_SM if sm >= low), NVLINK_GENERATION_BY_SM[-1][1])
+
+
+@dataclass(frozen=True)
+class NodeModel:
+    """The facts of one server the all-reduce model needs (docs/model.md), from its profile.
+
+    Where the GPUs of a profile differ, each value is the slowest GPU's (the lowest ``sm``,
+    ``nvlink_bw`` and ``nvswitch``), as a collective runs at the pace of its slowest member.
+
+    Attributes
+    ----------
+    gpus, nics : int
+        GPUs and fabric NICs per server.
+    nic_gbps : float
+        Speed of the slowest NIC, Gb/s.
+    sm : int
+        Compute capability x 10; ASSUMED_SM (90) when the profile gives none (a generic profile).
+    nvlink_bw : float
+        NVLink bandwidth of one GPU, GB/s in each direction: the profile's ``nvlink_bw``, else its
+        NVLinks x NVLINK_GBPS_PER_LINK of the generation ``sm`` gives; 0.0 for a GPU with ``nvlink``
+        0 and a known ``sm``. A GPU with neither ``nvlink`` nor ``sm`` is taken for an HGX H100
+        (ASSUMED_NVLINKS, 18 links: 450.0).
+    nvswitch : int
+        NVSwitch generation the NVLinks go to: the profile's ``nvswitch``, else the one that goes with
+        the NVLink generation (NVSWITCH_BY_NVLINK_GENERATION) when the GPU has NVLinks, else 0.
+    gpu_pcie_GBps, nic_pcie_GBps : float
+        Data rate, GB/s each way, of the slowest GPU and the slowest NIC PCIe link
+        (:func:`pcie_mbps` / 8000).
+    cpu_vendor : str
+        ``"intel"``, ``"amd"``, ``"arm"`` or ``"other"``; ``"mixed"`` when the CPUs differ.
+    assumed : tuple of str
+        The fields among ``sm``, ``nvlink_bw`` and ``nvswitch`` some GPU's profile entry does not
+        give, so that a table or an assumption filled them in, sorted.
+
+    Examples
+    --------
+    >>> m = server_profiles()["hgx-h100-8nic"].node_model()
+    >>> m.nvlink_bw, m.nvswitch, m.sm, m.nvls, m.assumed
+    (450.0, 3, 90, True, ())
+    >>> m.gpu_pcie_GBps, m.nic_gbps, m.cpu_vendor
+    (63.015375, 400.0, 'intel')
+    >>> g = generic_profile(8, 8, 400).node_model()
+    >>> g.sm, g.nvlink_bw, g.nvswitch, g.assumed
+    (90, 450.0, 3, ('nvlink_bw', 'nvswitch', 'sm'))
+    """
+
+    gpus: int
+    nics: int
+    nic_gbps: float
+    sm: int
+    nvlink_bw: float
+    nvswitch: int
+    gpu_pcie_GBps: float
+    nic_pcie_GBps: float
+    cpu_vendor: str
+    assumed: tuple[str, ...]
+
+    @property
+    def nvls(self) -> bool:
+        """Whether NVLink SHARP can run: it needs third-generation NVSwitches or later and Hopper or newer."""
+        return self.nvswitch >= 3 and self.sm >= 90 and self.nvlink_bw > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values for JSON, floats rounded to 3 decimals.
+
+        >>> server_profiles()["hgx-h100-4nic"].node_model().to_dict()["nic_pcie_GBps"]
+        63.015
+        """
+        return {
+            "gpus": self.gpus, "nics": self.nics, "nic_gbps": round(self.nic_gbps, 3), "sm": self.sm,
+            "nvlink_bw": round(self.nvlink_bw, 3), "nvswitch": self.nvswitch, "nvls": self.nvls,
+            "gpu_pcie_GBps": round(self.gpu_pcie_GBps, 3), "nic_pcie_GBps": round(self.nic_pcie_GBps, 3),
+            "cpu_vendor": self.cpu_vendor, "assumed": list(self.assumed),
+        }
+
+
+def _gpu_nvlink(gpu: Gpu, assumed: set[str]) -> tuple[int, float, int]:
+    """One GPU's (sm, nvlink_bw, nvswitch) for :class:`NodeModel`, adding what was not given to ``assumed``."""
+    sm = ASSUMED_SM if gpu.sm is None else gpu.sm
+    links = gpu.nvlink or (ASSUMED_NVLINKS if gpu.sm is None else 0)
+    generation = nvlink_generation(sm)
+    if gpu.sm is None:
+        assumed.add("sm")
+    if gpu.nvlink_bw is None:
+        assumed.add("nvlink_bw")
+    if gpu.nvswitch is None:
+        assumed.add("nvswitch")
+    bw = links * NVLINK_GBPS_PER_LINK[generation] if gpu.nvlink_bw is None else gpu.nvlink_bw
+    nvswitch = gpu.nvswitch
+    if nvswitch is None:
+        nvswitch = NVSWITCH_BY_NVLINK_GENERATION[generation] if bw > 0 else 0
+    return sm, bw, nvswitch
+
+
+def _cpu_vendor(cpu: Cpu) -> str:
+    """``"arm"`` for an arm64 CPU, ``"intel"`` or ``"amd"`` by the x86 vendor, else ``"other"``."""
+    if cpu.arch in ("arm64", "aarch64"):
+        return "arm"
+    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(cpu.vendor or "", "other")
 
 
 @dataclass(frozen=True)
@@ -206,6 +345,27 @@ class ServerProfile:
     def nics_of_gpu(self, dev: int) -> tuple[Nic, ...]:
         """The NICs GPU ``dev`` uses (its rail or rails)."""
         return tuple(n for n in self.nics if n.rail in rails_of_gpu(dev, self.gpu_count, self.nic_count))
+
+    def node_model(self) -> NodeModel:
+        """The facts the all-reduce model needs, as a :class:`NodeModel` (see there for the defaults).
+
+        >>> server_profiles()["hgx-h100-4nic"].node_model().nics, generic_profile(8, 8, 400).node_model().nvls
+        (4, True)
+        """
+        assumed: set[str] = set()
+        per_gpu = [_gpu_nvlink(g, assumed) for g in self.gpus]
+        vendors = {_cpu_vendor(c) for c in self.cpus}
+        return NodeModel(
+            gpus=self.gpu_count, nics=self.nic_count,
+            nic_gbps=min(n.speed_mbps for n in self.nics) / 1000,
+            sm=min(sm for sm, _, _ in per_gpu),
+            nvlink_bw=float(min(bw for _, bw, _ in per_gpu)),
+            nvswitch=min(ns for _, _, ns in per_gpu),
+            gpu_pcie_GBps=min(pcie_mbps(g.link_speed, g.link_width) for g in self.gpus) / 8000,
+            nic_pcie_GBps=min(pcie_mbps(n.link_speed, n.link_width) for n in self.nics) / 8000,
+            cpu_vendor=vendors.pop() if len(vendors) == 1 else "mixed",
+            assumed=tuple(sorted(assumed)),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A summary for people and for ``--format json``: counts, CPUs, and the GPU-NIC pairing."""
@@ -380,6 +540,18 @@ class _Reader:
             self.bad(field, f"must be from {low} to {high}, got {quote(value)}")
         return value
 
+    def number(self, value: Any, field: str, high: float) -> float | None:
+        """An optional number above 0 and at most ``high`` (int or float, never a bool), as a float."""
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.bad(field, f"expected a number above 0 and at most {high:,}, got {quote(value)}")
+            return None
+        if not 0 < value <= high:  # false for NaN too
+            self.bad(field, f"must be above 0 and at most {high:,}, got {quote(value)}")
+            return None
+        return float(value)
+
     def flag(self, value: Any, field: str) -> int | None:
         if value is None:
             return None
@@ -453,7 +625,7 @@ def _normal_busid(text: str) -> str | None:
 
 
 _PROFILE_KEYS = ("name", "description", "gpu", "nic", "switch", "cpus", "socket_ifname")
-_GPU_KEYS = ("busid", "dev", "sm", "gdr", "nvlink", "link_speed", "link_width")
+_GPU_KEYS = ("busid", "dev", "sm", "gdr", "nvlink", "link_speed", "link_width", "nvlink_bw", "nvswitch")
 _NIC_KEYS = ("busid", "name", "port", "speed_mbps", "guid", "gdr", "link_speed", "link_width", "class")
 _SWITCH_KEYS = ("busid", "link_speed", "link_width", *SWITCH_IDS, "gpus", "nics")
 _CPU_KEYS = ("numaid", "cpulist", "affinity", "arch", "vendor", "familyid", "modelid", "switches")
@@ -623,7 +795,8 @@ def _assign_gpu_devs(r: _Reader, gpu_rows: list[tuple[str, dict]]) -> list[int]:
 
 
 def _build_gpus(r: _Reader, gpu_rows: list[tuple[str, dict]], devs: list[int]) -> list[Gpu]:
-    """The Gpu objects, in row order, with their sm, gdr, NVLinks and PCIe link checked."""
+    """The Gpu objects, in row order, with their sm, gdr, NVLinks, PCIe link, NVLink bandwidth and
+    NVSwitch generation checked."""
     gpus: list[Gpu] = []
     for i, (f, v) in enumerate(gpu_rows):
         sm = v.get("sm")
@@ -634,6 +807,8 @@ def _build_gpus(r: _Reader, gpu_rows: list[tuple[str, dict]], devs: list[int]) -
             nvlink=r.integer(v.get("nvlink"), f"{f}.nvlink", 0, 64, default=0),
             link_speed=r.link_speed(v.get("link_speed"), f"{f}.link_speed"),
             link_width=r.integer(v.get("link_width"), f"{f}.link_width", 1, 32),
+            nvlink_bw=r.number(v.get("nvlink_bw"), f"{f}.nvlink_bw", MAX_NVLINK_BW),
+            nvswitch=r.integer(v.get("nvswitch"), f"{f}.nvswitch", 0, MAX_NVSWITCH_GENERATION, default=None),
         ))
     return gpus
 
