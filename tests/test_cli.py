@@ -230,7 +230,8 @@ def test_analyze_json_has_the_documented_keys():
     sizes = [row["size_bytes"] for row in data["allreduce"]]
     assert sizes[0] == 1 << 20 and sizes[-1] == 8 << 30
     assert all(sizes[i + 1] == 4 * sizes[i] for i in range(len(sizes) - 2))
-    assert set(data["allreduce"][0]) == {"size_bytes", "time_s", "algbw_GBps", "busbw_GBps"}
+    assert set(data["allreduce"][0]) == {"size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "busbw_p5_GBps",
+                                         "algorithm", "protocol", "latency_us", "tuner_time_s"}
     detail = data["allreduce_detail"]
     assert {"bottlenecks", "link_utilisation", "connections_leaving_leaf"} <= set(detail)
 

@@ -52,12 +52,15 @@ def test_a_one_node_build_works_and_says_nvlink_only(tmp_path):
     result = run("build", "--gpus", 8, "-o", tmp_path / "one", "--format", "json", "-q")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["nodes"] == 1 and data["analysis"]["allreduce_busbw_GBps"] is None
     analysis = json.loads((tmp_path / "one" / "analysis.json").read_text())
     assert analysis["allreduce_detail"]["nvlink_only"] is True
     assert any("NVLink only" in note for note in analysis["notes"])
+    # the node's own all-reduce: NVLS on an NVSwitch-3 H100 board, within what NVLink carries
+    assert data["nodes"] == 1 and 400 < data["analysis"]["allreduce_busbw_GBps"] < 2 * 450
+    assert analysis["allreduce"][-1]["algorithm"] == "nvls"
+    assert analysis["allreduce_detail"]["connections"] == 0
     table = run("analyze", "--gpus", 64, "--job-gpus", 8, "-q").stdout
-    assert "8 GPUs on one node: NVLink only, no traffic on the fabric" in table
+    assert "8 GPUs on 1 node" in table and "NVLink only, no traffic on the fabric" in table
 
 
 def test_the_pip_bootstrap_picks_the_newest_stable_wheel_with_a_digest():

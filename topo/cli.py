@@ -30,7 +30,10 @@ from .fabric import build_fabric, check_memory, is_ethernet
 from .servers import resolve_server, server_profiles
 from .sizing import plan_fabric
 from .spec import FabricSpec, hostnames_file, load_spec, read_spec_file
-from .analysis.analyze import DEFAULT_SIZES, Analysis, AnalysisOptions, analyze
+from .analysis.analyze import (DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, ROUTING_CHOICES, Analysis, AnalysisOptions,
+                               analyze)
+from .analysis.collective import ALGORITHMS, PROTOCOL_CHOICES
+from .analysis.routing import HASH_FIELDS
 from .outputs.build import build_files, template_sources
 from .outputs.cabling import plan_cabling
 from .outputs.summary import Summary, summarize
@@ -265,22 +268,43 @@ ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
                           "help": "Rank order: keep scalable units and leaves together, or shuffled."}),
     ("seed", "--seed", {"type": click.IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
                         "help": "Seed of --order random, --fail-random and random bisection splits."}),
-    ("algo", "--algo", {"type": click.Choice(["ring", "tree"]), "default": "ring", "show_default": True,
-                        "help": "All-reduce algorithm: ring, or NCCL's double binary tree."}),
-    ("routing", "--routing", {"type": click.Choice(["ecmp", "adaptive"]), "default": "ecmp", "show_default": True,
-                              "help": "ECMP hashing per queue pair, or adaptive routing (ideal spraying)."}),
+    ("algo", "--algo", {"type": click.Choice(list(ALGORITHMS)), "default": "auto", "show_default": True,
+                        "help": "All-reduce algorithm (NCCL_ALGO): NCCL's choice per size, or one of them."}),
+    ("proto", "--proto", {"type": click.Choice(list(PROTOCOL_CHOICES)), "default": "auto", "show_default": True,
+                          "help": "Protocol (NCCL_PROTO): NCCL's choice per size, or one of them."}),
+    ("routing", "--routing", {"type": click.Choice(list(ROUTING_CHOICES)), "default": "auto", "show_default": True,
+                              "help": "ECMP hashing, adaptive routing, or InfiniBand D-mod-K; auto: D-mod-K on "
+                                      "InfiniBand switch models, ECMP on Ethernet."}),
     ("qps", "--qps", {"type": click.INT, "default": 1, "show_default": True,
                       "help": "Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION)."}),
     ("hash_seed", "--hash-seed", {"type": click.IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
-                                  "help": "Seed of the switches' ECMP hash."}),
+                                  "help": "First seed of the ECMP hash samples."}),
+    ("hash_samples", "--hash-samples", {"type": click.INT, "default": DEFAULT_HASH_SAMPLES, "show_default": True,
+                                        "help": "ECMP hash draws; figures are their median (and 5th percentile)."}),
+    ("hash_field", "--hash-field", {"type": click.Choice(list(HASH_FIELDS)), "default": "sport",
+                                    "show_default": True,
+                                    "help": "What switches hash per queue pair: the RoCEv2 UDP source port, or "
+                                            "the QP number (enhanced ECMP)."}),
+    ("hash_polarized", "--hash-polarized/--no-hash-polarized", {"default": False, "show_default": True,
+                                                                "help": "Same hash function on every switch of "
+                                                                        "a tier (hash polarisation)."}),
+    ("sharp", "--sharp/--no-sharp", {"default": False, "show_default": True,
+                                     "help": "In-network reduction (SHARP) on InfiniBand switches: enables "
+                                             "CollNet and multi-node NVLS."}),
+    ("channels", "--channels", {"type": click.INT, "default": None,
+                                "help": "NCCL channels of the communicator (NCCL_MIN/MAX_NCHANNELS) [NCCL's]."}),
     ("cc", "--cc", {"type": click.Choice(["ecn", "pfc"]), "default": "ecn", "show_default": True,
                     "help": "Congestion control: ECN/DCQCN (max-min fair) or PFC alone (pause spreading)."}),
     ("link_efficiency", "--link-efficiency", {"type": click.FLOAT, "default": 0.94, "show_default": True,
                                               "help": "Usable fraction of every link (47 of 50 GB/s on NDR)."}),
     ("switch_latency_ns", "--switch-latency-ns", {"type": click.FLOAT, "default": 300.0, "show_default": True,
                                                   "help": "Latency per switch hop."}),
-    ("step_latency_us", "--step-latency-us", {"type": click.FLOAT, "default": 2.0, "show_default": True,
-                                              "help": "Fixed NIC and software latency per collective step."}),
+    ("step_latency_us", "--step-latency-us", {"type": click.FLOAT, "default": None,
+                                              "help": "Network post overhead per ring step (NCCL_NET_OVERHEAD, "
+                                                      "in us) [NCCL's: 1 on Intel, 2 on AMD hosts]."}),
+    ("nccl_constants", "--nccl-constants", {"type": click.STRING, "default": None, "metavar": "FILE",
+                                            "help": "YAML file of NCCL tuner tables to use instead of "
+                                                    "NCCL's (measured latencies, another release)."}),
     ("sizes", "--sizes", {"type": SizeList(), "default": None,
                           "help": "Message sizes, comma-separated [1M to 8G in steps of 4x, and 8G]."}),
     ("fail", "--fail", {"multiple": True, "metavar": "NAME[:PORT]",
@@ -399,12 +423,18 @@ def headline_lines(analysis: Analysis) -> list[str]:
         diameter = f"diameter: {hops.diameter_links} links ({hops.diameter_switch_hops} switch hops)"
     else:
         diameter = "one node: no GPU pairs across the fabric" if not hops.pairs else "the fabric is cut"
-    if analysis.allreduce.details["nvlink_only"]:
-        allreduce = (f"all-reduce: one node ({analysis.allreduce.job_gpus} GPUs), NVLink only: no traffic "
-                     f"on the fabric")
-    else:
+    d = analysis.allreduce.details
+    last = analysis.allreduce.rows[-1]
+    choice = f"{last['algorithm']}/{last['protocol']}"
+    if d["nvlink_only"]:
         allreduce = (f"all-reduce busbw: {h['allreduce_busbw_GBps']:,.1f} GB/s at "
-                     f"{format_size(h['allreduce_size_bytes'])} ({o.algo}, {o.routing}, {o.qps} QP, {o.cc}, "
+                     f"{format_size(h['allreduce_size_bytes'])} ({choice}; one node of "
+                     f"{analysis.allreduce.job_gpus} GPUs, NVLink only: no traffic on the fabric)")
+    else:
+        routing = d["routing"] + (f" {d['hash_field']}, median of {d['hash_samples']} hash samples"
+                                  if d["routing"] == "ecmp" else "")
+        allreduce = (f"all-reduce busbw: {h['allreduce_busbw_GBps']:,.1f} GB/s at "
+                     f"{format_size(h['allreduce_size_bytes'])} ({choice}, {routing}, {o.qps} QP, {o.cc}, "
                      f"{o.order} order)")
     return [f"bisection: {h['bisection_gbps']:,} Gb/s ({agree}); {diameter}", allreduce]
 
@@ -442,11 +472,7 @@ def analysis_table(analysis: Analysis) -> str:
         ecmp.append(f"across pods {e['cross_pod']['switch_paths']['min']:g} "
                     f"({e['cross_pod']['link_paths']['min']:g})")
     lines += ["", "; ".join(ecmp) + (" (least over pairs)" if a.faults.any else "")]
-    if d["nvlink_only"]:
-        lines += ["", f"same-rank all-reduce: {d['job_gpus']:,} GPUs on one node: NVLink only, no traffic on "
-                      f"the fabric"]
-    else:
-        lines += _allreduce_lines(a)
+    lines += _allreduce_lines(a)
     if analysis.baseline is not None:
         c = analysis.change()
         lines += ["", "change from the intact fabric:"]
@@ -461,18 +487,35 @@ def analysis_table(analysis: Analysis) -> str:
 def _allreduce_lines(a: Analysis) -> list[str]:
     """The all-reduce part of the analysis table: connections, rates, times, bottlenecks."""
     o, d = a.options, a.allreduce.details
-    lines = ["", f"same-rank all-reduce: {d['job_gpus']:,} GPUs on {d['nodes']:,} nodes, {o.algo}, {o.order} "
-              f"order, {o.routing}, {o.qps} QP per connection, {o.cc}",
-              f"  connections: {d['connections']:,}; leaving a leaf: {d['connections_leaving_leaf']:,}; "
-              f"leaving a pod: {d['connections_leaving_pod']:,}",
-              f"  slowest connection {d['slowest_connection_gbps']:,.1f} Gb/s of {d['nic_rate_gbps']:,.1f} usable "
-              f"NIC rate; mean {d['mean_connection_gbps']:,.1f}"
-              + (f"; below NIC rate: {d['connections_below_nic_rate']:,}" if o.algo == "ring" else ""),
-              f"  busbw limit (large messages): {d['busbw_limit_GBps']:,.1f} GB/s"]
-    lines.append(format_table(
-        ["size", "time (ms)", "algbw GB/s", "busbw GB/s"],
-        [[format_size(r["size_bytes"]), None if r["time_s"] is None else round(r["time_s"] * 1e3, 3),
-          r["algbw_GBps"], r["busbw_GBps"]] for r in a.allreduce.rows]))
+    node = d["node"]
+    table = format_table(
+        ["size", "algorithm", "protocol", "time (us)", "algbw GB/s", "busbw GB/s", "busbw p5"],
+        [[format_size(r["size_bytes"]), r["algorithm"], r["protocol"],
+          None if r["time_s"] is None else round(r["time_s"] * 1e6, 2), r["algbw_GBps"], r["busbw_GBps"],
+          r["busbw_p5_GBps"]] for r in a.allreduce.rows])
+    head = (f"all-reduce ({'NCCL ' + d['nccl_version'] + ' tuner' if o.algo == 'auto' else '--algo ' + o.algo}): "
+            f"{d['job_gpus']:,} GPUs on {d['nodes']:,} node{'s' if d['nodes'] > 1 else ''}, {d['channels']} "
+            f"channels; node sm {node['sm']}, NVLink {node['nvlink_bw']:,.0f} GB/s per GPU"
+            + (", NVLS" if node["nvls"] else ""))
+    if d["nvlink_only"]:
+        return ["", head + "; NVLink only, no traffic on the fabric", table]
+    routing = d["routing"] + (f" ({d['hash_field']}{', polarized' if d['hash_polarized'] else ''}; median and "
+                              f"5th percentile of {d['hash_samples']} hash samples)" if d["routing"] == "ecmp" else "")
+    stages = d["stages_busbw_GBps"]
+    stage_text = "; ".join(
+        f"{name} network {st['network']:,.1f}, NVLink {st['nvlink']:,.1f}, PCIe {st['pcie']:,.1f} "
+        f"(bound: {st['bottleneck']})" for name, st in stages.items())
+    lines = ["", head,
+             f"  {o.order} order, {routing}, {o.qps} QP per connection, {d['flows_per_nic']:g} flows per NIC, "
+             f"{o.cc}",
+             f"  {d['pattern']} connections: {d['connections']:,}; leaving a leaf: {d['connections_leaving_leaf']:,}; "
+             f"leaving a pod: {d['connections_leaving_pod']:,}",
+             f"  slowest connection {d['slowest_connection_gbps']:,.1f} Gb/s (p5 {d['slowest_connection_gbps_p5']:,.1f}) "
+             f"of {d['ideal_connection_gbps']:,.1f} with even sharing; mean {d['mean_connection_gbps']:,.1f}; "
+             f"below: {d['connections_below_nic_rate']:,}",
+             f"  stage limits, busbw GB/s: {stage_text}",
+             f"  busbw limit (large messages, {d['algorithm_at_largest_size']}): {d['busbw_limit_GBps']:,.1f} GB/s",
+             table]
     bott = d["bottlenecks"]
     kinds = ", ".join(f"{k} {v:,}" for k, v in bott["saturated_by_kind"].items()) or "none"
     lines += ["", f"bottlenecks of the {bott['slowest_connections']:,} slowest connections: saturated {kinds}"]
@@ -635,7 +678,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
             analysis = None
             if not no_analysis:
                 with progress.stage("analysing"):
-                    analysis = analyze(fabric)
+                    analysis = analyze(fabric, node=server.node_model())
             configs = not no_configs and is_ethernet(fabric)
             if not no_configs and not configs:
                 progress.say(f"no switch configs: switch={spec.switch} is an InfiniBand model")
@@ -704,8 +747,11 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
             if problems:
                 raise AnalysisError([*problems, f"rebuild it (topo build -f {spec_file} -o NEW) or see what "
                                                 f"changed with topo check {design}"])
+        # a server profile path is relative to the spec file (or design folder) when it names it
+        base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
+        node = resolve_server(spec, base_dir).node_model()
         with progress.stage("analysing"):
-            result = analyze(fabric, options)
+            result = analyze(fabric, options, node=node)
     emit(result.to_dict(), fmt, lambda: analysis_table(result))
 
 
@@ -746,7 +792,7 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
         analysis = None
         if "analysis.json" in listed:
             with progress.stage("analysing"):
-                analysis = analyze(fabric)
+                analysis = analyze(fabric, node=resolve_server(spec, design).node_model())
         configs = any(path.startswith("switches/") for path in listed)
         switches = len(fabric.names) - fabric.plan.nodes
 

@@ -9,6 +9,7 @@ follows the lossless congestion model of ``docs/model.md``: connections -> sub-f
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,24 +18,33 @@ import numpy as np
 from ..errors import AnalysisError
 from ..fabric import Fabric
 from .bisection import Bisection, bisection
-from .collective import (ALGORITHMS, ORDERS, Connections, bus_bandwidth, collective_time, connections,
-                         job_nodes)
+from ..fabric import is_ethernet
+from ..servers import NodeModel, resolve_server
+from .collective import (ALGO_INDEX, ALGORITHMS, MAX_CHANNELS, ORDERS, PCIE_EFFICIENCY, PROTOCOL_CHOICES,
+                         Connections, channel_layout, connections, graphs, job_nodes, ring_stages, tree_stages)
+from .tuner import (COLLNET_CHAIN, COLLNET_DIRECT, DEFAULT_CONSTANTS, NCCL_VERSION, NVLS, NVLS_TREE, PROTOCOLS, RING, SIMPLE, TREE,
+                    Comm, bus_bandwidth, load_constants, tune)
 from .congestion import CC_MODES, Rates, solve_rates
 from .ecmp import EcmpWidth, ecmp_width
 from .faults import Faults, apply_faults, no_faults
 from .hops import HopCounts, hop_counts
-from .routing import ROUTING_MODES, Routes, port_tables, route
+from .routing import HASH_FIELDS, ROUTING_MODES, Routes, port_tables, route
 from .updown import updown
 
 MIB = 1 << 20
 GIB = 1 << 30
-#: 1 MiB to 8 GiB in steps of 4x, and 8 GiB itself.
 #: Largest message size an analysis takes.
 MAX_SIZE_BYTES = 1 << 40
+#: 1 MiB to 8 GiB in steps of 4x, and 8 GiB itself.
 DEFAULT_SIZES = (MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB, 4 * GIB, 8 * GIB)
 #: Measured NDR 400G all-reduce busbw per NIC is 46-48 GB/s of a 50 GB/s line rate: 47/50.
 DEFAULT_LINK_EFFICIENCY = 0.94
+#: ECMP hash draws per analysis: the median of 16 moves by under 1% between seeds (docs/model.md).
+DEFAULT_HASH_SAMPLES = 16
+MAX_HASH_SAMPLES = 256
 UTILISATION_BINS = 10
+#: ``--routing`` values; ``auto`` is D-mod-K on InfiniBand switch models and ECMP on Ethernet.
+ROUTING_CHOICES = ("auto", *ROUTING_MODES)
 
 
 @dataclass(frozen=True)
@@ -44,14 +54,21 @@ class AnalysisOptions:
     job_gpus: int | None = None
     order: str = "topology"
     seed: int = 0
-    algo: str = "ring"
-    routing: str = "ecmp"
+    algo: str = "auto"
+    proto: str = "auto"
+    routing: str = "auto"
     qps: int = 1
     hash_seed: int = 0
+    hash_samples: int = DEFAULT_HASH_SAMPLES
+    hash_field: str = "sport"
+    hash_polarized: bool = False
+    sharp: bool = False
+    channels: int | None = None
     cc: str = "ecn"
     link_efficiency: float = DEFAULT_LINK_EFFICIENCY
     switch_latency_ns: float = 300.0
-    step_latency_us: float = 2.0
+    step_latency_us: float | None = None
+    nccl_constants: str | None = None
     sizes: tuple[int, ...] = DEFAULT_SIZES
     fail: tuple[str, ...] = ()
     fail_random: float = 0.0
@@ -61,16 +78,22 @@ class AnalysisOptions:
         """Raise AnalysisError naming every option that is out of range."""
         problems = []
         for name, value, allowed in (("order", self.order, ORDERS), ("algo", self.algo, ALGORITHMS),
-                                     ("routing", self.routing, ROUTING_MODES), ("cc", self.cc, CC_MODES)):
+                                     ("proto", self.proto, PROTOCOL_CHOICES),
+                                     ("routing", self.routing, ROUTING_CHOICES), ("cc", self.cc, CC_MODES),
+                                     ("hash-field", self.hash_field, HASH_FIELDS)):
             if value not in allowed:
                 problems.append(f"--{name} {value}: expected one of {', '.join(allowed)}")
         if not 1 <= self.qps <= 256:
             problems.append(f"--qps {self.qps}: must be from 1 to 256 queue pairs per connection")
+        if not 1 <= self.hash_samples <= MAX_HASH_SAMPLES:
+            problems.append(f"--hash-samples {self.hash_samples}: must be from 1 to {MAX_HASH_SAMPLES}")
+        if self.channels is not None and not 1 <= self.channels <= MAX_CHANNELS:
+            problems.append(f"--channels {self.channels}: must be from 1 to {MAX_CHANNELS} (NCCL's MAXCHANNELS)")
         if not 0 < self.link_efficiency <= 1:  # also refuses NaN
             problems.append(f"--link-efficiency {self.link_efficiency}: must be in (0, 1]")
         for flag, value, high in (("--switch-latency-ns", self.switch_latency_ns, 1e6),
                                   ("--step-latency-us", self.step_latency_us, 1e6)):
-            if not 0 <= value <= high:  # also refuses NaN and infinity
+            if value is not None and not 0 <= value <= high:  # also refuses NaN and infinity
                 problems.append(f"{flag} {value}: must be from 0 to {high:,.0f}")
         if not self.sizes or min(self.sizes) <= 0 or max(self.sizes) > MAX_SIZE_BYTES or len(self.sizes) > 64:
             problems.append("--sizes: at most 64 message sizes, each from 1 byte to 1 TiB")
@@ -156,7 +179,20 @@ class Analysis:
         if self.allreduce.details["nvlink_only"]:
             notes.append(
                 f"the job fits in one node ({self.allreduce.job_gpus} GPUs): its all-reduce runs over NVLink "
-                f"only and puts no traffic on the fabric, so there are no network all-reduce figures"
+                f"only and puts no traffic on the fabric; its figures are the node's"
+            )
+        stopped = self.allreduce.details.get("stopped")
+        if stopped:
+            first = stopped["nic_links_down"][0]
+            more = stopped["nic_links_down_count"] - 1
+            others = f" and {more:,} more" if more else ""
+            gone = stopped["nodes_without_nic"]
+            without = (f"; {len(gone):,} node(s) have no NIC left and are left out ({', '.join(gone[:3])}"
+                       f"{', ...' if len(gone) > 3 else ''})") if gone else ""
+            notes.append(
+                f"the job stops: NIC {first['nic']} of {first['node']}{others} lost its link, and NCCL does not "
+                f"move a running connection to another NIC; the figures are for the job restarted on the "
+                f"remaining NICs (their channels move to the next live NIC of the node){without}"
             )
         if self.bisection.note and (not self.bisection.agrees or self.faults.any):
             notes.append(f"bisection: {self.bisection.note}")
@@ -201,102 +237,330 @@ def _distribution(values: np.ndarray) -> dict[str, Any]:
     }
 
 
-def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None) -> AllReduce:
-    """Route, rate and time the job's same-rank all-reduce for every message size.
+def node_model_of(fabric: Fabric) -> NodeModel:
+    """The node model of the fabric's server profile (its ``server``, or the one the shape picks)."""
+    return resolve_server(fabric.spec).node_model()
 
-    A job on one node all-reduces over NVLink only: no connection touches the fabric, and the
-    result says so (``details["nvlink_only"]``) with no network figures.
+
+@dataclass(frozen=True, eq=False)
+class _Pattern:
+    """One network pattern (ring or tree) of the job, routed and rated for every hash sample."""
+
+    conns: Connections
+    slowest_gbps: np.ndarray  #: per sample, the slowest connection (qps x slowest queue pair)
+    ideal_gbps: float  #: the slowest connection with every NIC's connections sharing it evenly
+    routes: Routes  #: of the median sample
+    sample: int  #: index of the median sample
+    max_switch_hops: int
+    busiest: int  #: connections of the busiest NIC (in or out)
+
+
+def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
+              node: NodeModel | None = None) -> AllReduce:
+    """Route, rate and time the job's all-reduce for every message size, as NCCL would run it.
+
+    NCCL's tuner picks the algorithm and protocol per size from the ideal graphs (it knows the
+    topology, not the congestion); the time of that choice is then taken with the network rates
+    of every hash sample, and the rows give the median and the 5th percentile.
     """
     spec = fabric.spec
+    node = node or node_model_of(fabric)
     order = job_nodes(fabric, options.job_gpus, options.order, options.seed)
-    if order.size == 1:
-        return _nvlink_only(fabric, options, order, faults, ud)
-    conns = connections(fabric, order, options.algo)
-    routes = route(fabric, conns.src_nic, conns.dst_nic, qps=options.qps, mode=options.routing,
-                   hash_seed=options.hash_seed, faults=faults, ud=ud)
-    rates = solve_rates(routes.resources, routes.capacity_gbps, routes.reachable, options.cc,
-                        options.link_efficiency)
-    q = options.qps
-    sub_rate = np.where(routes.reachable, rates.rate_gbps, 0.0).reshape(-1, q)
-    connection_gbps = q * sub_rate.min(axis=1)
-    slowest = float(connection_gbps.min())
-    job_gpus = order.size * spec.gpus_per_node
-    hops = routes.links.reshape(-1, q).max(axis=1)
-    max_switch_hops = int(hops.max()) - 1 if hops.max() > 0 else 0
+    k = spec.nics_per_node
+    tables = port_tables(fabric)
+    nic_link = tables.nic_link
+    live_nics = faults.live[nic_link[(order[:, None] * k + np.arange(k)[None, :])]]
+    dead_nodes = ~live_nics.any(axis=1)
+    stopped = _stopped(fabric, order, live_nics)
+    if dead_nodes.any():
+        order, live_nics = order[~dead_nodes], live_nics[~dead_nodes]
+    n = int(order.size)
+    if n == 0:
+        raise AnalysisError(["the job has no node with a live NIC link left: nothing to analyse"])
+    routing = options.routing
+    if routing == "auto":
+        routing = "ecmp" if is_ethernet(fabric) else "dmodk"
+    efficiency = options.link_efficiency
+    pcie_gbps = _pcie_gbps(node)
+    nic_usable = min(spec.nic_gbps * efficiency, pcie_gbps)
+    layout = channel_layout(node, n, nic_usable, live_nics, options.channels)
+    sharp = options.sharp
+    if sharp and is_ethernet(fabric):
+        raise AnalysisError(["--sharp: in-network reduction (SHARP, NCCL's CollNet) needs an InfiniBand "
+                             "switch model (switch: ndr-64x400 or xdr-144x800)"])
+    allowed = _allowed_algorithms(options, node, n, sharp)
+
+    needs_ring = n > 1 and bool({RING, NVLS} & set(allowed)) or (n > 1 and not allowed)
+    needs_tree = n > 1 and bool({TREE, NVLS_TREE} & set(allowed))
+    ud = ud or updown(fabric, faults)
+    patterns: dict[str, _Pattern] = {}
+    if n > 1:
+        for name, needed in (("ring", needs_ring or not needs_tree), ("tree", needs_tree)):
+            if needed:
+                patterns[name] = _rate_pattern(fabric, options, faults, ud, tables, routing, order, layout,
+                                               node, pcie_gbps, name)
+    samples = max((p.slowest_gbps.size for p in patterns.values()), default=1)
+    hops = max((p.max_switch_hops for p in patterns.values()), default=0)
+    latency_inter = max(0, hops - 1) * options.switch_latency_ns * 1e-3
+    constants = load_constants(options.nccl_constants) if options.nccl_constants else DEFAULT_CONSTANTS
+    comm = Comm(nodes=n, ranks=n * node.gpus, sm=node.sm, cpu_vendor=node.cpu_vendor,
+                channels=layout.channels, net_overhead_us=options.step_latency_us)
+    collnet = nic_usable / 8 if sharp else None
+
+    def busiest(name: str) -> int:
+        return patterns[name].busiest if name in patterns else 0
+
+    def stages_at(ring_gbps: float | None, tree_gbps: float | None):
+        ring = ring_stages(layout, node, ring_gbps / 8, busiest("ring")) if ring_gbps is not None else None
+        tree = tree_stages(layout, node, tree_gbps / 8, busiest("tree")) if tree_gbps is not None else None
+        return ring, tree
+
+    def graphs_at(ring_gbps: float | None, tree_gbps: float | None) -> dict:
+        ring, tree = stages_at(ring_gbps, tree_gbps)
+        return graphs(layout, node, ring, tree, collnet, latency_inter)
+
+    def at(pattern: str, which: Any) -> float | None:
+        if n == 1:
+            return math.inf
+        p = patterns.get(pattern)
+        if p is None:
+            return None
+        return p.ideal_gbps if which == "ideal" else float(p.slowest_gbps[which])
+
+    sizes = np.asarray(options.sizes, dtype=np.float64)
+    protocols = None if options.proto == "auto" else (PROTOCOLS.index(options.proto),)
+    ideal = tune(comm, graphs_at(at("ring", "ideal"), at("tree", "ideal")), constants)
+    algo, proto, tuner_us = ideal.choose(sizes, tuple(allowed), protocols)
+    if not np.isfinite(tuner_us).all():
+        raise AnalysisError([f"--algo {options.algo} --proto {options.proto}: NCCL has no such algorithm and "
+                             f"protocol pair for this job (LL and LL128 are for ring and tree only)"])
+    times = np.empty((samples, sizes.size))
+    limits = np.empty(samples)
+    achieved_models = []
+    for s in range(samples):
+        model = tune(comm, graphs_at(at("ring", s), at("tree", s)), constants, tree_cap=False)
+        achieved_models.append(model)
+        t = model.times_us(sizes)
+        times[s] = t[algo, proto, np.arange(sizes.size)]
+        limits[s] = model.bandwidth[algo[-1], SIMPLE] if model.bandwidth[algo[-1], SIMPLE] > 0 else \
+            model.bandwidth[algo[-1], proto[-1]]
+    ranks = n * node.gpus
+    with np.errstate(divide="ignore"):
+        algbw = np.where(np.isfinite(times), sizes[None, :] / (times * 1e-6) / 1e9, 0.0)
+    busbw = bus_bandwidth(algbw, ranks)
+    mid_time = np.median(times, axis=0) if samples > 1 else times[0]
     rows = []
-    for size in options.sizes:
-        t = collective_time(conns, size, slowest, max_switch_hops,
-                            options.step_latency_us * 1e-6, options.switch_latency_ns * 1e-9)
-        algbw = size / t / 1e9 if np.isfinite(t) else 0.0
+    median_model = achieved_models[_median_index(limits)]
+    for i, size in enumerate(options.sizes):
+        t = float(mid_time[i])
+        finite = math.isfinite(t)
+        a_bw = size / (t * 1e-6) / 1e9 if finite and t > 0 else 0.0
         rows.append({
             "size_bytes": int(size),
-            "time_s": float(f"{t:.6g}") if np.isfinite(t) else None,
-            "algbw_GBps": round(algbw, 3),
-            "busbw_GBps": round(bus_bandwidth(algbw, job_gpus), 3),
+            "algorithm": TUNER_ALGORITHMS[algo[i]],
+            "protocol": PROTOCOLS[proto[i]],
+            "time_s": float(f"{t * 1e-6:.6g}") if finite else None,
+            "algbw_GBps": _sig(a_bw),
+            "busbw_GBps": _sig(float(bus_bandwidth(a_bw, ranks))),
+            "busbw_p5_GBps": _sig(float(np.percentile(busbw[:, i], 5))),
+            "latency_us": round(float(median_model.latency[algo[i], proto[i]]), 3),
+            "tuner_time_s": float(f"{float(tuner_us[i]) * 1e-6:.6g}"),
         })
+    return _result(fabric, options, faults, order, node, layout, routing, patterns, rows,
+                   limits, ranks, algo, stopped, nic_usable, hops, stages_at, at, tables)
 
-    nic_link = port_tables(fabric).nic_link
-    src_leaf = fabric.links.hi[nic_link[conns.src_nic]]
-    dst_leaf = fabric.links.hi[nic_link[conns.dst_nic]]
-    leaving_leaf = int((src_leaf != dst_leaf).sum())
-    leaving_pod = int((fabric.pod[src_leaf] != fabric.pod[dst_leaf]).sum())
-    nic_line = spec.nic_gbps * options.link_efficiency
-    details = {
-        "job_gpus": job_gpus,
-        "nodes": int(order.size),
-        "nvlink_only": False,
+
+def _sig(value: float) -> float:
+    """Six significant digits: a 4-byte all-reduce's bandwidth is not rounded to 0."""
+    return float(f"{value:.6g}") + 0.0
+
+
+TUNER_ALGORITHMS = ("tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree")
+
+
+def _median_index(values: np.ndarray) -> int:
+    """Index of the sample at the median rank (the lower middle for an even count)."""
+    return int(np.argsort(values, kind="stable")[(values.size - 1) // 2])
+
+
+def _pcie_gbps(node: NodeModel) -> float:
+    return min(node.gpu_pcie_GBps, node.nic_pcie_GBps) * PCIE_EFFICIENCY * 8
+
+
+def _allowed_algorithms(options: AnalysisOptions, node: NodeModel, nodes: int, sharp: bool) -> list[int]:
+    """The algorithms NCCL would consider (``auto``), or the one asked for, checked for this job."""
+    available = {RING: "", TREE: ""}
+    if not node.nvls:
+        why = (f"needs NVSwitch-3 or later on Hopper or later (the server has "
+               f"{'no NVSwitch' if node.nvswitch == 0 else f'NVSwitch generation {node.nvswitch}'}, sm {node.sm})")
+        available[NVLS] = available[NVLS_TREE] = why
+    else:
+        available[NVLS] = "" if nodes == 1 or sharp else \
+            "across nodes needs in-network reduction (--sharp, on an InfiniBand switch model)"
+        available[NVLS_TREE] = "" if nodes > 1 else "needs more than one node"
+    for a in (COLLNET_DIRECT, COLLNET_CHAIN):
+        available[a] = "" if sharp and nodes > 1 else (
+            "needs --sharp (SHARP in-network reduction on an InfiniBand switch model)" if not sharp
+            else "needs more than one node")
+    if not available.get(COLLNET_DIRECT) and node.nvswitch == 0:
+        available[COLLNET_DIRECT] = "needs an NVSwitch node"
+    if options.algo == "auto":
+        return [a for a, why in sorted(available.items()) if not why]
+    a = ALGO_INDEX[options.algo]
+    if available[a]:
+        raise AnalysisError([f"--algo {options.algo}: {available[a]}"])
+    return [a]
+
+
+def _stopped(fabric: Fabric, order: np.ndarray, live_nics: np.ndarray) -> dict[str, Any] | None:
+    """What NCCL does when a job's NIC has no link: the job stops; it restarts without that NIC."""
+    if live_nics.all():
+        return None
+    down = []
+    for i, kk in zip(*np.nonzero(~live_nics), strict=True):
+        down.append({"node": fabric.names[int(order[i])], "nic": int(kk)})
+    no_nic = [fabric.names[int(order[i])] for i in np.flatnonzero(~live_nics.any(axis=1))]
+    return {"nic_links_down": down[:64], "nic_links_down_count": len(down), "nodes_without_nic": no_nic}
+
+
+def _rate_pattern(fabric, options, faults, ud, tables, routing, order, layout, node, pcie_gbps,
+                  pattern) -> _Pattern:
+    """Route and rate one pattern's connections for every hash sample."""
+    conns = connections(order, layout, pattern)
+    q = options.qps
+    hashed = routing == "ecmp"
+    samples = options.hash_samples if hashed else 1
+    slowest = np.empty(samples)
+    keep = None
+    max_hops = 0
+    for s in range(samples):
+        seed = (options.hash_seed + s) % 2**32
+        routes = route(fabric, conns.src_nic, conns.dst_nic, qps=q, mode=routing, hash_seed=seed, faults=faults,
+                       ud=ud, hash_field=options.hash_field, polarized=options.hash_polarized, tables=tables)
+        capacity = _capacity(routes, fabric, pcie_gbps, options.link_efficiency)
+        slowest[s] = q * _slowest_subflow(routes, capacity, options.cc)
+        max_hops = max(max_hops, int(routes.links.max()) - 1 if routes.links.size and routes.links.max() > 0 else 0)
+        if s == 0:
+            keep = [routes]
+        else:
+            keep.append(routes) if samples <= 64 else None
+    median = _median_index(slowest)
+    if median >= len(keep):  # very many samples: route the median one again
+        seed = (options.hash_seed + median) % 2**32
+        median_routes = route(fabric, conns.src_nic, conns.dst_nic, qps=q, mode=routing, hash_seed=seed,
+                              faults=faults, ud=ud, hash_field=options.hash_field,
+                              polarized=options.hash_polarized, tables=tables)
+    else:
+        median_routes = keep[median]
+    nic_cap = min(fabric.spec.nic_gbps * options.link_efficiency, pcie_gbps)
+    per_src = np.bincount(conns.src_nic)
+    per_dst = np.bincount(conns.dst_nic)
+    busiest = max(int(per_src.max()) if per_src.size else 1, int(per_dst.max()) if per_dst.size else 1)
+    return _Pattern(conns, slowest, nic_cap / busiest, median_routes, median, max_hops, busiest)
+
+
+def _capacity(routes: Routes, fabric: Fabric, pcie_gbps: float, efficiency: float) -> np.ndarray:
+    """Usable capacity of every resource: link rate x efficiency; NIC links no more than PCIe takes."""
+    capacity = routes.capacity_gbps * efficiency
+    nic = np.flatnonzero(fabric.links.kind == 0)
+    for d in (0, 1):
+        capacity[2 * nic + d] = np.minimum(capacity[2 * nic + d], pcie_gbps)
+    return capacity
+
+
+def _slowest_subflow(routes: Routes, capacity: np.ndarray, cc: str) -> float:
+    """Rate of the slowest queue pair (Gb/s). Under max-min fairness (ECN) it is the first water
+    level, the least capacity per queue pair over the resources; under PFC, the pause model's."""
+    reach = routes.reachable
+    if not reach.all():
+        return 0.0
+    if cc == "ecn":
+        res = routes.resources[routes.resources >= 0]
+        counts = np.bincount(res, minlength=capacity.size)
+        used = counts > 0
+        return float((capacity[used] / counts[used]).min())
+    rates = solve_rates(routes.resources, capacity, reach, cc, 1.0)
+    return float(rates.rate_gbps.min())
+
+
+def _result(fabric, options, faults, order, node, layout, routing, patterns, rows, limits,
+            ranks, algo, stopped, nic_usable, hops, stages_at, at, tables) -> "AllReduce":
+    """The AllReduce: rows, and the details of the median sample of the pattern of the largest size."""
+    n = int(order.size)
+    last = TUNER_ALGORITHMS[algo[-1]]
+    primary = patterns.get("tree" if last in ("tree", "nvlstree") and "tree" in patterns else "ring") \
+        or next(iter(patterns.values()), None)
+    q = options.qps
+    if primary is None:  # one node: NVLink only
+        none = np.zeros(0, dtype=np.int64)
+        conns = Connections(none, none, none, "ring", n, 0, layout.channels)
+        routes = route(fabric, none, none, qps=q, mode=routing if routing != "dmodk" else "ecmp",
+                       hash_seed=options.hash_seed, faults=faults, tables=tables)
+        rates = solve_rates(routes.resources, routes.capacity_gbps, routes.reachable, options.cc,
+                            options.link_efficiency)
+        connection_gbps = np.zeros(0)
+    else:
+        conns, routes = primary.conns, primary.routes
+        capacity = _capacity(routes, fabric, _pcie_gbps(node), options.link_efficiency)
+        rates = solve_rates(routes.resources, capacity, routes.reachable, options.cc, 1.0)
+        sub_rate = np.where(routes.reachable, rates.rate_gbps, 0.0).reshape(-1, q)
+        connection_gbps = q * sub_rate.min(axis=1)
+    ring_g = at("ring", patterns["ring"].sample) if "ring" in patterns else (math.inf if n == 1 else None)
+    tree_g = at("tree", patterns["tree"].sample) if "tree" in patterns else (math.inf if n == 1 else None)
+    stage_ring, stage_tree = stages_at(ring_g, tree_g)
+    details: dict[str, Any] = {
+        "job_gpus": ranks,
+        "nodes": n,
+        "nvlink_only": n == 1,
         "algorithm": options.algo,
+        "algorithm_at_largest_size": last,
+        "protocol_at_largest_size": rows[-1]["protocol"],
+        "routing": routing,
+        "hash_field": options.hash_field if routing == "ecmp" else None,
+        "hash_polarized": options.hash_polarized if routing == "ecmp" else None,
+        "hash_samples": int(primary.slowest_gbps.size) if primary is not None else 0,
+        "channels": layout.channels,
+        "graph_channels": layout.graph_channels,
+        "flows_per_nic": round(layout.flows_per_nic * q, 3),
+        "node": node.to_dict(),
+        "nccl_version": NCCL_VERSION,
         "connections": int(conns.src_nic.size),
         "subflows": int(routes.resources.shape[0]),
-        "connections_leaving_leaf": leaving_leaf,
-        "connections_leaving_pod": leaving_pod,
-        "nic_rate_gbps": round(nic_line, 3),
-        "slowest_connection_gbps": round(slowest, 3),
-        "mean_connection_gbps": round(float(connection_gbps.mean()), 3),
-        "connections_below_nic_rate": (int((connection_gbps < nic_line * (1 - 1e-9)).sum())
-                                       if options.algo == "ring" else None),
-        "busbw_limit_GBps": round(bus_bandwidth(_algbw_limit(conns, slowest), job_gpus), 3),
-        "max_switch_hops": max_switch_hops,
-        "bottlenecks": _bottlenecks(fabric, routes, rates, connection_gbps, q),
-        "link_utilisation": _distribution(_fabric_utilisation(routes, rates, fabric)),
     }
-    return AllReduce(options, job_gpus, int(order.size), conns, routes, rates, connection_gbps,
-                     tuple(rows), details)
-
-
-def _nvlink_only(fabric: Fabric, options: AnalysisOptions, order: np.ndarray, faults: Faults,
-                 ud=None) -> AllReduce:
-    """The all-reduce of a one-node job: NVLink only, so nothing to route, rate or time here."""
-    none = np.zeros(0, dtype=np.int64)
-    gpn, nics = fabric.spec.gpus_per_node, fabric.spec.nics_per_node
-    conns = Connections(none, none, none, options.algo, 1, 0, max(gpn, nics))
-    routes = route(fabric, none, none, qps=options.qps, mode=options.routing, hash_seed=options.hash_seed,
-                   faults=faults, ud=ud)
-    rates = solve_rates(routes.resources, routes.capacity_gbps, routes.reachable, options.cc,
-                        options.link_efficiency)
-    rows = tuple({"size_bytes": int(size), "time_s": None, "algbw_GBps": None, "busbw_GBps": None}
-                 for size in options.sizes)
-    details = {
-        "job_gpus": gpn, "nodes": 1, "nvlink_only": True, "algorithm": options.algo, "connections": 0,
-        "subflows": 0, "connections_leaving_leaf": 0, "connections_leaving_pod": 0,
-        "nic_rate_gbps": round(fabric.spec.nic_gbps * options.link_efficiency, 3),
-        "slowest_connection_gbps": None, "mean_connection_gbps": None, "connections_below_nic_rate": None,
-        "busbw_limit_GBps": None, "max_switch_hops": 0,
-        "bottlenecks": {"slowest_connections": 0, "saturated_by_kind": {}, "top": []},
-        "link_utilisation": {"resources": 0},
-    }
-    return AllReduce(options, gpn, 1, conns, routes, rates, np.zeros(0), rows, details)
-
-
-def _algbw_limit(conns: Connections, slowest_gbps: float) -> float:
-    """algbw in GB/s as the message grows without bound (no latency term)."""
-    if slowest_gbps <= 0:
-        return 0.0
-    rate = slowest_gbps / 8  # GB/s
-    n = conns.nodes
-    if conns.algorithm == "ring":
-        return rate * conns.channels * n / (2 * (n - 1))
-    return rate * 2 * conns.channels
+    if primary is not None:
+        src_leaf = fabric.links.hi[tables.nic_link[conns.src_nic]]
+        dst_leaf = fabric.links.hi[tables.nic_link[conns.dst_nic]]
+        leaving_leaf = int((src_leaf != dst_leaf).sum())
+        leaving_pod = int((fabric.pod[src_leaf] != fabric.pod[dst_leaf]).sum())
+        slow = primary.slowest_gbps
+        details.update({
+            "pattern": conns.algorithm,
+            "connections_leaving_leaf": leaving_leaf,
+            "connections_leaving_pod": leaving_pod,
+            "nic_rate_gbps": round(nic_usable, 3),
+            "ideal_connection_gbps": round(primary.ideal_gbps, 3),
+            "slowest_connection_gbps": round(float(np.median(slow)), 3),
+            "slowest_connection_gbps_p5": round(float(np.percentile(slow, 5)), 3),
+            "mean_connection_gbps": round(float(connection_gbps.mean()), 3),
+            "connections_below_nic_rate": int((connection_gbps < primary.ideal_gbps * (1 - 1e-9)).sum()),
+        })
+    else:
+        details.update({"pattern": None, "connections_leaving_leaf": 0, "connections_leaving_pod": 0,
+                        "nic_rate_gbps": round(nic_usable, 3), "ideal_connection_gbps": None,
+                        "slowest_connection_gbps": None, "slowest_connection_gbps_p5": None,
+                        "mean_connection_gbps": None, "connections_below_nic_rate": None})
+    details.update({
+        "busbw_limit_GBps": round(float(bus_bandwidth(float(np.median(limits)), ranks)), 3),
+        "stages_busbw_GBps": {name: st.to_dict(ranks) for name, st in (("ring", stage_ring), ("tree", stage_tree))
+                              if st is not None},
+        "max_switch_hops": hops,
+        "stopped": stopped,
+        "bottlenecks": (_bottlenecks(fabric, routes, rates, connection_gbps, q) if connection_gbps.size
+                        else {"slowest_connections": 0, "saturated_by_kind": {}, "top": []}),
+        "link_utilisation": (_distribution(_fabric_utilisation(routes, rates, fabric)) if connection_gbps.size
+                             else {"resources": 0}),
+    })
+    return AllReduce(options, ranks, n, conns, routes, rates, connection_gbps, tuple(rows), details)
 
 
 def _fabric_utilisation(routes: Routes, rates: Rates, fabric: Fabric) -> np.ndarray:
@@ -348,7 +612,7 @@ def _bottlenecks(fabric: Fabric, routes: Routes, rates: Rates, connection_gbps: 
     return {"slowest_connections": int(slow_conns.size), "saturated_by_kind": by_kind, "top": top}
 
 
-def analyze(fabric: Fabric, options: AnalysisOptions | None = None) -> Analysis:
+def analyze(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeModel | None = None) -> Analysis:
     """Run every analysis of ``fabric`` with ``options`` (faults included), and the intact baseline.
 
     Examples
@@ -360,16 +624,17 @@ def analyze(fabric: Fabric, options: AnalysisOptions | None = None) -> Analysis:
     """
     options = options or AnalysisOptions()
     options.check()
+    node = node or node_model_of(fabric)
     faults = apply_faults(fabric, options.fail, options.fail_random, options.seed)
-    result = _analyze(fabric, options, faults)
+    result = _analyze(fabric, options, faults, node)
     if faults.any:
-        intact = _analyze(fabric, options, no_faults(fabric))
+        intact = _analyze(fabric, options, no_faults(fabric), node)
         result = Analysis(fabric, options, faults, result.hops, result.bisection, result.ecmp,
                           result.allreduce, baseline=intact)
     return result
 
 
-def _analyze(fabric: Fabric, options: AnalysisOptions, faults: Faults) -> Analysis:
+def _analyze(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: NodeModel) -> Analysis:
     ud = updown(fabric, faults)
     return Analysis(
         fabric=fabric,
@@ -378,5 +643,5 @@ def _analyze(fabric: Fabric, options: AnalysisOptions, faults: Faults) -> Analys
         hops=hop_counts(fabric, faults),
         bisection=bisection(fabric, faults, random_splits=options.random_splits, seed=options.seed),
         ecmp=ecmp_width(fabric, faults, seed=options.seed),
-        allreduce=allreduce(fabric, options, faults, ud),
+        allreduce=allreduce(fabric, options, faults, ud, node),
     )

@@ -1,20 +1,30 @@
-"""Paths of flows through the fabric: ECMP hashing or adaptive spraying over up-down routes.
+"""Paths of flows through the fabric: ECMP hashing, adaptive spraying or InfiniBand D-mod-K routing
+over up-down routes.
 
 A flow goes from one NIC to another; it is split into ``qps`` sub-flows (queue pairs, as
 ``NCCL_IB_QPS_PER_CONNECTION``). Each sub-flow follows the up-down route of
-:mod:`topo.updown`; where a switch has several equal-cost next hops (ports), the choice depends on
-the routing mode:
+:mod:`topo.analysis.updown`; where a switch has several equal-cost next hops (ports), the choice
+depends on the routing mode:
 
 ``ecmp``
-    a deterministic hash of the sub-flow's RoCEv2 5-tuple (source and destination NIC address,
-    UDP source port drawn per queue pair, UDP destination port 4791, protocol 17) salted per
-    switch and by ``hash_seed`` picks one live next hop, as a switch's ECMP hash does. Each
-    directed link is a resource.
+    a deterministic hash of the sub-flow's header fields picks one live next hop, as a switch's ECMP
+    hash does. ``hash_field="sport"`` hashes the RoCEv2 5-tuple (source and destination NIC
+    address, UDP source port drawn per queue pair, UDP destination port 4791, protocol 17);
+    ``hash_field="qpn"`` hashes the source and destination address and the destination queue pair
+    number of the InfiniBand BTH (enhanced ECMP). The hash is salted per switch, or per tier with
+    ``polarized=True`` (hash polarisation). ``hash_seed`` is a sample seed: it redraws both the
+    per-QP entropy (ports or QP numbers) and the switch salts. Each directed link is a resource.
 ``adaptive``
     the sub-flow is spread evenly over all live equal-cost ports at every stage (adaptive routing or
     packet spraying), modelled as ideal balancing: each stage's set of ports is one pooled resource
     whose capacity is the sum of its live links (a leaf's uplinks, the uplinks of a pod's spines, the
     core links down into a pod, the spine links down to a leaf).
+``dmodk``
+    destination-based routing of an InfiniBand subnet manager on a fat tree (D-mod-K): no hashing,
+    every switch forwards by the destination alone, so all queue pairs of a connection share one
+    path and ``qps`` and ``hash_seed`` change nothing. Destinations are counted in topology order
+    (leaf, then position on the leaf) and each stage takes one digit of that index, so the
+    destinations of a leaf spread evenly over the uplinks and parallel down links.
 
 Resources are numbered: directed link ``2 * link + direction`` (direction 0 is up, from the lower
 tier, 1 is down), then the pools. All work is vectorised over sub-flows.
@@ -31,8 +41,10 @@ from ..fabric import Fabric
 from .faults import Faults, no_faults
 from .updown import UNREACHABLE, UpDown, updown
 
-ROUTING_MODES = ("ecmp", "adaptive")
+ROUTING_MODES = ("ecmp", "adaptive", "dmodk")
+HASH_FIELDS = ("sport", "qpn")
 ROCE_UDP_PORT = 4791
+QPN_BITS = 24  # InfiniBand queue pair numbers (BTH destination QP field)
 MAX_LINKS = 6  # NIC-leaf-spine-core-spine-leaf-NIC
 
 _U64 = np.uint64
@@ -47,11 +59,59 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> _U64(31))
 
 
-def udp_source_ports(connection: np.ndarray, qps: int) -> np.ndarray:
-    """UDP source port of every queue pair of every connection (49152..65535), connection-major."""
+def _seed_word(seed: int, stream: int) -> np.uint64:
+    """A 64-bit word drawn from ``seed`` for one use (``stream``); seed 0 gives 0 (today's draws)."""
+    seed = int(seed) % (1 << 64)
+    if seed == 0:
+        return _U64(0)
+    with np.errstate(over="ignore"):
+        return _U64(mix64(mix64(_U64(seed) * _U64(0xD6E8FEB86659FD93)) ^ _U64(stream)))
+
+
+def udp_source_ports(connection: np.ndarray, qps: int, seed: int = 0) -> np.ndarray:
+    """UDP source port of every queue pair of every connection (49152..65535), connection-major.
+
+    The NIC draws a port per connection and queue pair when the job starts; ``seed`` (the sample
+    seed, ``hash_seed`` of :func:`route`) redraws them all. Seed 0 gives the historical ports.
+    """
     qp = np.arange(qps, dtype=np.uint64)
     ids = np.asarray(connection, dtype=np.uint64)[:, None] * _U64(1024) + qp[None, :]
-    return (_U64(49152) + mix64(ids ^ _U64(0x5EED)) % _U64(16384)).ravel()
+    return (_U64(49152) + mix64(ids ^ _U64(0x5EED) ^ _seed_word(seed, 1)) % _U64(16384)).ravel()
+
+
+def _stable_order(x: np.ndarray) -> np.ndarray:
+    """``np.argsort(x, kind="stable")`` of non-negative ids, as a radix sort of 16-bit digits."""
+    if x.size == 0 or x.min() < 0 or x.max() >= 1 << 32:
+        return np.argsort(x, kind="stable")
+    order = np.argsort((x & 0xFFFF).astype(np.uint16), kind="stable")
+    if x.max() >= 1 << 16:
+        order = order[np.argsort((x[order] >> 16).astype(np.uint16), kind="stable")]
+    return order
+
+
+def queue_pair_numbers(dst_nic: np.ndarray, qps: int, seed: int = 0) -> np.ndarray:
+    """Destination QP number (24 bits) of every queue pair of every connection, connection-major.
+
+    Each receiving NIC allocates its QP numbers consecutively from a random base (drawn per NIC
+    from ``seed``): its first incoming queue pair, in connection order, gets the base, the next
+    one base + 1, and so on, modulo 2^24. ``dst_nic`` has one entry per connection.
+
+    >>> q = queue_pair_numbers(np.array([5, 7, 5]), qps=2, seed=3)
+    >>> (q[[1, 4, 5]] - q[0]).tolist()  # NIC 5's later queue pairs follow on from its first
+    [1, 2, 3]
+    """
+    dst = np.asarray(dst_nic, dtype=np.int64).ravel()
+    order = _stable_order(dst)
+    ranked = dst[order]
+    starts = np.ones(dst.size, dtype=bool)
+    starts[1:] = ranked[1:] != ranked[:-1]
+    first = np.maximum.accumulate(np.where(starts, np.arange(dst.size), 0))
+    rank = np.empty(dst.size, dtype=np.uint64)
+    rank[order] = (np.arange(dst.size) - first).astype(np.uint64)  # earlier connections to that NIC
+    base = mix64(dst.astype(np.uint64) ^ _U64(0x51F15EED) ^ _seed_word(seed, 2))
+    with np.errstate(over="ignore"):
+        qpn = base[:, None] + rank[:, None] * _U64(qps) + np.arange(qps, dtype=np.uint64)[None, :]
+    return (qpn & _U64((1 << QPN_BITS) - 1)).ravel()
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,9 +164,14 @@ class Routes:
     capacity_gbps : ndarray of float64
         Capacity of each resource (live links only; 0 for a dead one).
     mode : str
-        ``ecmp`` or ``adaptive``.
+        ``ecmp``, ``adaptive`` or ``dmodk``.
     qps : int
         Sub-flows per flow (sub-flow ``f * qps + q`` belongs to flow ``f``).
+    hash_field : str
+        ``ecmp``: the per-QP header field hashed with the addresses, ``sport`` or ``qpn``
+        (``sport``, the default, for the other modes).
+    polarized : bool
+        ``ecmp``: True when the hash was salted per tier instead of per switch (False otherwise).
     """
 
     resources: np.ndarray
@@ -116,6 +181,8 @@ class Routes:
     qps: int
     pool_names: tuple[str, ...]
     link_count: int
+    hash_field: str = "sport"
+    polarized: bool = False
 
     @property
     def reachable(self) -> np.ndarray:
@@ -137,104 +204,221 @@ class Routes:
         }
 
 
-def _choose(group_key: np.ndarray, candidates, hashes: np.ndarray) -> np.ndarray:
-    """ECMP choice: per sub-flow, the (hash mod n)-th of the n valid candidates of its group.
+def _unique_inverse(key: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for keys in ``[0, span)``; by counting, not sorting,
+    when the span is small next to the number of keys."""
+    if span > 8 * key.size + (1 << 20):
+        return np.unique(key, return_inverse=True)
+    present = np.zeros(span, dtype=bool)
+    present[key] = True
+    keys = np.flatnonzero(present)
+    index = np.empty(span, dtype=np.int32)
+    index[keys] = np.arange(keys.size, dtype=np.int32)
+    return keys, index[key]
 
-    Sub-flows with the same ``group_key`` (switch and destination) share one candidate list, so the
-    candidate matrix is built once per group, not once per sub-flow. ``candidates(keys)`` returns
-    ``(link ids, valid)`` arrays of shape (groups, ports). Returns -1 where nothing is valid.
+
+def _choose(group_key: np.ndarray, span: int, candidates, hashes: np.ndarray) -> np.ndarray:
+    """ECMP choice: per sub-flow, the column of the (hash mod n)-th of the n valid candidates of its
+    group, or -1 where nothing is valid.
+
+    Sub-flows with the same ``group_key`` (in ``[0, span)``) share one candidate list, so validity
+    is worked out once per group, not once per sub-flow: ``candidates(keys)`` returns the
+    (groups, ports) bool array of which port columns may be taken. The caller maps a column to the
+    link of the sub-flow's switch.
     """
-    keys, inverse = np.unique(group_key, return_inverse=True)
-    cands, valid = candidates(keys)
+    keys, inverse = _unique_inverse(group_key, span)
+    valid = candidates(keys)
+    ports = valid.shape[1]
     count = valid.sum(axis=1)
-    valid_first = np.argsort(~valid, axis=1, kind="stable")
     n = count[inverse]
     k = (hashes % np.maximum(n, 1).astype(np.uint64)).astype(np.int64)
-    column = valid_first[inverse, k]
-    return np.where(n > 0, cands[inverse, column], -1)
+    column = k  # when every candidate is valid, the k-th valid one is column k
+    partial = (count > 0) & (count < ports)
+    if partial.any():  # else look the k-th valid column up in the group's list of valid columns
+        slot = np.cumsum(partial) - 1
+        valid_first = np.argsort(~valid[partial], axis=1, kind="stable")
+        sub = np.flatnonzero(partial[inverse])
+        column = column.copy()
+        column[sub] = valid_first[slot[inverse[sub]], k[sub]]
+    return np.where(n > 0, column, -1)
 
 
-def _route_ecmp(fabric, tables, ud, live, src, dst, a, b, dist, qps, hash_seed, out):
-    """Fill ``out`` columns 1..4 with the hashed up-down path of every sub-flow."""
-    plan, links = fabric.plan, fabric.links
-    spine0, core0 = fabric.first(2), fabric.first(3)
-    sp, lp, p = plan.spines_per_pod, plan.leaves_per_pod, plan.leaf_spine_links
-    n = src.size
-    sport = udp_source_ports(np.arange(n // max(qps, 1)), qps)
-    with np.errstate(over="ignore"):  # the 5-tuple, folded into 64 bits
+def _take(table: np.ndarray, row: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """Link ``table[row, column]`` of each sub-flow, -1 where the column is -1."""
+    return np.where(column >= 0, table[row, np.maximum(column, 0)], -1)
+
+
+def _classes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of a small (items, ports) bool table, and the class of each item."""
+    items = rows.shape[0]
+    packed = np.packbits(rows, axis=1)
+    pad = -packed.shape[1] % 8 if packed.shape[1] else 8  # whole 64-bit words, at least one
+    packed = np.pad(packed, ((0, 0), (0, pad)))
+    words = np.ascontiguousarray(packed).view(np.uint64)  # (items, words): a row as integers
+    order = np.lexsort(words.T[::-1])
+    ranked = words[order]
+    first = np.ones(items, dtype=bool)
+    first[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    cls = np.empty(items, dtype=np.int64)
+    cls[order] = np.cumsum(first) - 1
+    return rows[order[first]], cls
+
+
+# Stages at which a switch picks one of several equal-cost ports, and the tier of that switch.
+LEAF_UP, SPINE_UP, CORE_DOWN, SPINE_DOWN = range(4)
+_STAGE_TIER = np.array([1, 2, 3, 2])
+
+
+def _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized):
+    """``hashes(rows, switch, stage)`` of ECMP: the header key of each sub-flow, salted per switch
+    (or per tier when ``polarized``)."""
+    if hash_field == "sport":  # RoCEv2 5-tuple: addresses, UDP source port, port 4791, protocol 17
+        entropy = udp_source_ports(np.arange(dst_flow.size), qps, hash_seed)
+        constant = _U64(ROCE_UDP_PORT << 8 | 17)
+    else:  # enhanced ECMP: addresses and the BTH destination QP number, no UDP source port
+        entropy = queue_pair_numbers(dst_flow, qps, hash_seed)
+        constant = _U64(0x51F15EED_B7400000)
+    with np.errstate(over="ignore"):  # the header fields, folded into 64 bits
         key = mix64(
             mix64(src.astype(np.uint64)) ^ (dst.astype(np.uint64) * _U64(0xC2B2AE3D27D4EB4F))
-            ^ (sport * _U64(0x165667B19E3779F9)) ^ _U64(ROCE_UDP_PORT << 8 | 17)
+            ^ (entropy * _U64(0x165667B19E3779F9)) ^ constant
         )
-    salt = mix64(np.uint64(hash_seed) ^ _U64(0x9E3779B97F4A7C15))
+    salt = mix64(np.uint64(int(hash_seed) % (1 << 64)) ^ _U64(0x9E3779B97F4A7C15))
+    if polarized:
+        # One hash of the same key at every hop; a tier's seed only offsets the result, as a seed
+        # does to a linear (CRC-like) hash: 56-bit values, so the sum never wraps and
+        # (h + s) mod n = (h mod n + s mod n) mod n.
+        h = mix64(key ^ salt) >> _U64(8)
+        tier_salt = mix64(salt + np.arange(4, dtype=np.uint64)) >> _U64(8)
+        return lambda rows, switch, stage: h[rows] + tier_salt[_STAGE_TIER[stage]]
+    return lambda rows, switch, stage: mix64(key[rows] ^ mix64(switch.astype(np.uint64) + salt))
 
-    def hashes(rows: np.ndarray, switch: np.ndarray) -> np.ndarray:
-        return mix64(key[rows] ^ mix64(switch.astype(np.uint64) + salt))
+
+def dmodk_index(fabric: Fabric, nic: np.ndarray, tables: PortTables | None = None) -> np.ndarray:
+    """Topology-order index of each NIC, as D-mod-K routing counts destinations.
+
+    ``leaf * nics_per_leaf + slot``, the slot being the NIC's position on its leaf (down port, then
+    breakout lane). The NICs of one leaf have consecutive indices, which LIDs (global NIC id + 1) do
+    not have on rail-optimised leaves.
+
+    >>> from topo import build_fabric, load_spec
+    >>> dmodk_index(build_fabric(load_spec({"gpus": 1024})), np.array([0, 8, 1])).tolist()
+    [0, 1, 32]
+    """
+    plan, links = fabric.plan, fabric.links
+    tables = tables if tables is not None else port_tables(fabric)
+    link = tables.nic_link[np.asarray(nic, dtype=np.int64)]
+    leaf = links.hi[link].astype(np.int64) - fabric.first(1)
+    slot = (links.hi_port[link].astype(np.int64) - 1) * plan.breakout + links.lane[link] - 1
+    return leaf * plan.nics_per_leaf + slot
+
+
+def _dmodk_hasher(fabric, tables, dst):
+    """``hashes(rows, switch, stage)`` of D-mod-K: a digit of the destination's topology index.
+
+    The leaf going up and the spine going down to a leaf use the index ``t``; the spine going up and
+    the core going down use ``t // leaf_up_ports``. The down choice of a stage thus repeats the
+    parallel-link digit of the up choice of the same stage, so a down link carries as few
+    destinations as the up links do.
+    """
+    t = dmodk_index(fabric, dst, tables).astype(np.uint64)
+    t2 = t // _U64(max(fabric.plan.leaf_up_ports, 1))
+    keys = (t, t2, t2, t)
+    return lambda rows, switch, stage: keys[stage][rows]
+
+
+def _bit_columns(bits: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """(..., words) uint64 masks -> (..., columns) bool: is the bit of each column's position set."""
+    word, bit = position // 64, (position % 64).astype(np.uint64)
+    return ((bits[..., word] >> bit) & _U64(1)) == 1
+
+
+def _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out):
+    """Fill ``out`` columns 1..4 with the up-down path of every sub-flow, one port per stage."""
+    plan, links = fabric.plan, fabric.links
+    leaf0, spine0, core0 = fabric.first(1), fabric.first(2), fabric.first(3)
+    lp, sp, p = plan.leaves_per_pod, plan.spines_per_pod, plan.leaf_spine_links
 
     def alive(cands: np.ndarray) -> np.ndarray:
         return (cands >= 0) & live[np.maximum(cands, 0)]
 
+    # Validity by switch and port, worked out once per call (small tables, not per sub-flow).
+    col_pos = np.arange(plan.leaf_up_ports) // p  # spine position of each uplink column
+    leaf_reach = _bit_columns(ud.leaf_bits, col_pos)  # leaf has a live link to that position
+    pod_join = _bit_columns(ud.pod_pair_bits, col_pos)  # a core of that group joins the two pods
+    pod_join[np.arange(plan.pods), np.arange(plan.pods)] = True  # same pod: no core needed
+    # A leaf's valid uplinks towards leaf b depend on b only through the class of leaf_reach[b] and of
+    # the pod pair, so sub-flows are grouped by (class of a, class of b, class of pod pair): few
+    # groups on a healthy fabric, never more than distinct (a, b) pairs.
+    up_rows, up_class = _classes(alive(tables.leaf_up) & leaf_reach)
+    reach_rows, reach_class = _classes(leaf_reach)
+    pair_rows, pair_class = _classes(pod_join.reshape(plan.pods * plan.pods, -1))
+    nb, npair = np.int64(reach_rows.shape[0]), np.int64(pair_rows.shape[0])
+    spine_down = tables.spine_down.reshape(plan.spines * lp, -1)
+    spine_down_alive = alive(spine_down)
+
     # 1. leaf up, to a spine position that reaches leaf b down (2) or joins the two pods (4)
     rows = np.flatnonzero(dist >= 2)
-    col_pos = np.arange(plan.leaf_up_ports) // p  # spine position of each uplink column
-    col_word, col_bit = col_pos // 64, (col_pos % 64).astype(np.uint64)
-    L = np.int64(plan.leaves)
+    ar, br = a[rows], b[rows]
+    pair = ud.leaf_pod[ar] * plan.pods + ud.leaf_pod[br]
+    key = (up_class[ar] * nb + reach_class[br]) * npair + pair_class[pair]
 
     def leaf_candidates(keys):
-        ga, gb = keys // L, keys % L
-        mask = ud.leaf_bits[ga] & ud.leaf_bits[gb]
-        pa, pb = ud.leaf_pod[ga], ud.leaf_pod[gb]
-        mask = np.where((pa != pb)[:, None], mask & ud.pod_pair_bits[pa, pb], mask)
-        cands = tables.leaf_up[ga]
-        return cands, alive(cands) & (((mask[:, col_word] >> col_bit) & _U64(1)) == 1)
+        rest, gp = np.divmod(keys, npair)
+        ga, gb = np.divmod(rest, nb)
+        return up_rows[ga] & reach_rows[gb] & pair_rows[gp]
 
-    up1 = _choose(a[rows] * L + b[rows], leaf_candidates, hashes(rows, a[rows] + fabric.first(1)))
+    span = int(up_rows.shape[0] * nb * npair)
+    up1 = _take(tables.leaf_up, ar, _choose(key, span, leaf_candidates, hashes(rows, ar + leaf0, LEAF_UP)))
     out[rows, 1] = 2 * up1
     spine = links.hi[up1].astype(np.int64) - spine0
 
+    def spine_down_candidates(keys):
+        return spine_down_alive[keys]
+
+    def down_to_leaf(rows, column, spine, leaf):  # a spine's live parallel links down to the leaf
+        if rows.size:
+            key = spine * lp + leaf % lp
+            chosen = _choose(key, spine_down.shape[0], spine_down_candidates,
+                             hashes(rows, spine + spine0, SPINE_DOWN))
+            out[rows, column] = 2 * _take(spine_down, key, chosen) + 1
+
     # 2. within a pod: the spine goes down to leaf b
     turn = dist[rows] == 2
-    _spine_down(out, rows[turn], 2, spine[turn], b[rows[turn]], tables, alive, hashes, lp, spine0)
+    down_to_leaf(rows[turn], 2, spine[turn], br[turn])
 
     # 3. across pods: spine up to a core of its group that reaches spine (pod b, j), core down to it
     far = rows[~turn]
     if far.size:
         s = spine[~turn]
-        target = ud.leaf_pod[b[far]] * sp + s % sp  # spine (pod b, same position)
+        bf = br[~turn]
+        target = ud.leaf_pod[bf] * sp + s % sp  # spine (pod b, same position)
         S = np.int64(plan.spines)
+        spine_alive = alive(tables.spine_up)
+        core_local = (links.hi[np.maximum(tables.spine_up, 0)].astype(np.int64) - core0) % plan.cores_per_group
+        core_down = tables.core_down.reshape(plan.cores * plan.pods, -1)
+        core_down_alive = alive(core_down)
 
-        def spine_candidates(keys):
-            gs, gt = keys // S, keys % S
-            cands = tables.spine_up[gs]
-            c_local = (links.hi[np.maximum(cands, 0)].astype(np.int64) - core0) % plan.cores_per_group
-            return cands, alive(cands) & (ud.spine_core[gt[:, None], c_local] > 0)
-
-        up2 = _choose(s * S + target, spine_candidates, hashes(far, s + spine0))
-        out[far, 2] = 2 * up2
-        core = links.hi[up2].astype(np.int64) - core0
         P = np.int64(plan.pods)
 
+        def spine_candidates(keys):  # key: spine and destination pod (which fix the target spine)
+            gs, gp = np.divmod(keys, P)
+            gt = gp * sp + gs % sp
+            return spine_alive[gs] & (ud.spine_core[gt[:, None], core_local[gs]] > 0)
+
+        key = s * P + ud.leaf_pod[bf]
+        chosen = _choose(key, int(S * P), spine_candidates, hashes(far, s + spine0, SPINE_UP))
+        up2 = _take(tables.spine_up, s, chosen)
+        out[far, 2] = 2 * up2
+        core = links.hi[up2].astype(np.int64) - core0
+
         def core_candidates(keys):
-            cands = tables.core_down[keys // P, keys % P]
-            return cands, alive(cands)
+            return core_down_alive[keys]
 
-        down1 = _choose(core * P + ud.leaf_pod[b[far]], core_candidates, hashes(far, core + core0))
-        out[far, 3] = 2 * down1 + 1
-        _spine_down(out, far, 4, target, b[far], tables, alive, hashes, lp, spine0)
-
-
-def _spine_down(out, rows, column, spine, leaf, tables, alive, hashes, lp, spine0):
-    """ECMP over the live parallel links from each sub-flow's spine down to its leaf."""
-    if rows.size == 0:
-        return
-    LP = np.int64(lp)
-
-    def candidates(keys):
-        cands = tables.spine_down[keys // LP, keys % LP]
-        return cands, alive(cands)
-
-    chosen = _choose(spine * LP + leaf % lp, candidates, hashes(rows, spine + spine0))
-    out[rows, column] = 2 * chosen + 1
+        key = core * plan.pods + ud.leaf_pod[bf]
+        chosen = _choose(key, core_down.shape[0], core_candidates, hashes(far, core + core0, CORE_DOWN))
+        out[far, 3] = 2 * _take(core_down, key, chosen) + 1
+        down_to_leaf(far, 4, target, bf)
 
 
 def route(
@@ -246,8 +430,33 @@ def route(
     hash_seed: int = 0,
     faults: Faults | None = None,
     ud: UpDown | None = None,
+    hash_field: str = "sport",
+    polarized: bool = False,
+    tables: PortTables | None = None,
 ) -> Routes:
     """Route flows between NICs (global NIC id = node * nics_per_node + nic), ``qps`` sub-flows each.
+
+    Parameters
+    ----------
+    qps : int
+        Sub-flows (queue pairs) per flow; sub-flow ``f * qps + q`` is queue pair ``q`` of flow ``f``.
+    mode : str
+        One of :data:`ROUTING_MODES`: ``ecmp`` (hashing), ``adaptive`` (ideal pooled spraying) or
+        ``dmodk`` (InfiniBand destination-based routing; ignores ``qps`` entropy and ``hash_seed``).
+    hash_seed : int
+        Sample seed of ``ecmp``: redraws the UDP source ports or QP numbers (the per-job entropy)
+        and the switch salts. The same seed gives the same routes.
+    faults, ud : optional
+        Links down, and the up-down connectivity under them (computed when not given).
+    hash_field : str
+        One of :data:`HASH_FIELDS`, for ``ecmp``: ``sport`` hashes the RoCEv2 5-tuple with a UDP
+        source port per queue pair; ``qpn`` hashes the addresses and the destination QP number.
+    polarized : bool
+        ``ecmp`` only: all switches of a tier share one hash function and seed, applied to the same
+        key at every hop, so consecutive tiers choose in a correlated way (hash polarisation).
+        False: an independent salt per switch.
+    tables : PortTables, optional
+        ``port_tables(fabric)``, to reuse across many calls.
 
     Examples
     --------
@@ -259,15 +468,18 @@ def route(
     """
     if mode not in ROUTING_MODES:
         raise ValueError(f"routing mode {mode!r} is not one of {ROUTING_MODES}")
+    if hash_field not in HASH_FIELDS:
+        raise ValueError(f"hash field {hash_field!r} is not one of {HASH_FIELDS}")
     faults = faults or no_faults(fabric)
     ud = ud or updown(fabric, faults)
     links = fabric.links
     live = faults.live
-    tables = port_tables(fabric)
+    tables = tables if tables is not None else port_tables(fabric)
     leaf0 = fabric.first(1)
 
-    src = np.repeat(np.asarray(src_nic, dtype=np.int64), qps)
-    dst = np.repeat(np.asarray(dst_nic, dtype=np.int64), qps)
+    dst_flow = np.asarray(dst_nic, dtype=np.int64).ravel()
+    src = np.repeat(np.asarray(src_nic, dtype=np.int64).ravel(), qps)
+    dst = np.repeat(dst_flow, qps)
     n = src.size
     l_src, l_dst = tables.nic_link[src], tables.nic_link[dst]
     a = links.hi[l_src].astype(np.int64) - leaf0
@@ -284,7 +496,10 @@ def route(
     capacity[0::2] = capacity[1::2] = np.where(live, links.gbps, 0)
 
     if mode == "ecmp":
-        _route_ecmp(fabric, tables, ud, live, src, dst, a, b, dist, qps, hash_seed, out)
+        hashes = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized)
+        _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out)
+    elif mode == "dmodk":
+        _route_ports(fabric, tables, ud, live, a, b, dist, _dmodk_hasher(fabric, tables, dst), out)
     else:
         capacity, pools = _adaptive(fabric, out, dist, a, b, tables, live, capacity, ud)
 
@@ -292,8 +507,10 @@ def route(
     out[np.arange(n), last] = np.where(dist >= 0, 2 * l_dst + 1, out[np.arange(n), last])
     out[dist < 0] = -1
     out[dist < 0, 0] = 2 * l_src[dist < 0]
+    ecmp = mode == "ecmp"
     return Routes(resources=out, links=hops, capacity_gbps=capacity, mode=mode, qps=qps,
-                  pool_names=tuple(pools), link_count=len(links))
+                  pool_names=tuple(pools), link_count=len(links),
+                  hash_field=hash_field if ecmp else "sport", polarized=bool(polarized) and ecmp)
 
 
 def _adaptive(fabric, out, dist, a, b, tables, live, capacity, ud):
