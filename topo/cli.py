@@ -30,7 +30,7 @@ from .fabric import build_fabric, check_memory, is_ethernet
 from .servers import resolve_server, server_profiles
 from .sizing import plan_fabric
 from .spec import FabricSpec, hostnames_file, load_spec, read_spec_file
-from .analysis.analyze import (DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, ROUTING_CHOICES, Analysis, AnalysisOptions,
+from .analysis.analyze import (DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, MIN_AUTO_SAMPLES, ROUTING_CHOICES, Analysis, AnalysisOptions,
                                analyze)
 from .analysis.collective import ALGORITHMS, PROTOCOL_CHOICES
 from .analysis.routing import HASH_FIELDS
@@ -156,10 +156,11 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-#: Spec fields that only the build's files use (addresses, BGP, QoS, cables, names, NCCL): the
-#: analysis accepts them, from a spec file or a flag, but its --help does not list them.
+#: Spec fields that only the build's files use (addresses, BGP, QoS, cables, names): the analysis
+#: accepts them, from a spec file or a flag, but its --help does not list them. (The server profile
+#: is listed: the all-reduce model takes the node's NVLink, NVSwitch and PCIe from it.)
 BUILD_ONLY_FIELDS = ("loopback_pool", "p2p_pool", "host_pool", "asn_size", "unnumbered", "bfd", "qos", "mtu",
-                     "cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m", "hostnames", "server")
+                     "cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m", "hostnames")
 
 
 def spec_options(func: Callable | None = None, *, hide: tuple[str, ...] = ()) -> Callable:
@@ -279,8 +280,10 @@ ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
                       "help": "Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION)."}),
     ("hash_seed", "--hash-seed", {"type": click.IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
                                   "help": "First seed of the ECMP hash samples."}),
-    ("hash_samples", "--hash-samples", {"type": click.INT, "default": DEFAULT_HASH_SAMPLES, "show_default": True,
-                                        "help": "ECMP hash draws; figures are their median (and 5th percentile)."}),
+    ("hash_samples", "--hash-samples", {"type": click.INT, "default": None,
+                                        "help": f"ECMP hash draws; figures are their median (and 5th "
+                                                f"percentile) [{DEFAULT_HASH_SAMPLES}, fewer (at least "
+                                                f"{MIN_AUTO_SAMPLES}) past {HASH_BUDGET:,} hashed sub-flow draws]."}),
     ("hash_field", "--hash-field", {"type": click.Choice(list(HASH_FIELDS)), "default": "sport",
                                     "show_default": True,
                                     "help": "What switches hash per queue pair: the RoCEv2 UDP source port, or "
@@ -431,8 +434,8 @@ def headline_lines(analysis: Analysis) -> list[str]:
                      f"{format_size(h['allreduce_size_bytes'])} ({choice}; one node of "
                      f"{analysis.allreduce.job_gpus} GPUs, NVLink only: no traffic on the fabric)")
     else:
-        routing = d["routing"] + (f" {d['hash_field']}, median of {d['hash_samples']} hash samples"
-                                  if d["routing"] == "ecmp" else "")
+        routing = d["routing"] + (f" {d['hash_field']}" if d["routing"] == "ecmp" else "") + (
+            f", median of {d['hash_samples']} hash samples" if d["hash_samples"] > 1 else "")
         allreduce = (f"all-reduce busbw: {h['allreduce_busbw_GBps']:,.1f} GB/s at "
                      f"{format_size(h['allreduce_size_bytes'])} ({choice}, {routing}, {o.qps} QP, {o.cc}, "
                      f"{o.order} order)")
@@ -445,7 +448,7 @@ def analysis_table(analysis: Analysis) -> str:
     d = a.allreduce.details
     lines = [f"{f.spec.name}: {f.spec.gpus:,} GPUs, {f.plan.tiers} tiers, {f.plan.placement} placement"]
     if a.faults.any or o.fail:
-        lines.append(f"faults: {a.faults.links_down:,} links down"
+        lines.append(f"faults: {a.faults.links_down:,} link{'s' if a.faults.links_down != 1 else ''} down"
                      + (f" ({', '.join(o.fail)})" if o.fail else "")
                      + (f", {o.fail_random:g} of switch links at random (seed {o.seed})" if o.fail_random else ""))
     for note in a.notes():
@@ -499,14 +502,16 @@ def _allreduce_lines(a: Analysis) -> list[str]:
             + (", NVLS" if node["nvls"] else ""))
     if d["nvlink_only"]:
         return ["", head + "; NVLink only, no traffic on the fabric", table]
-    routing = d["routing"] + (f" ({d['hash_field']}{', polarized' if d['hash_polarized'] else ''}; median and "
-                              f"5th percentile of {d['hash_samples']} hash samples)" if d["routing"] == "ecmp" else "")
+    samples = (f"; median and 5th percentile of {d['hash_samples']} hash samples" if d["hash_samples"] > 1
+               else "; one hash draw" if d["hash_samples"] == 1 else "")
+    routing = d["routing"] + (f" ({d['hash_field']}{', polarized' if d['hash_polarized'] else ''}{samples})"
+                              if d["routing"] == "ecmp" else "")
     stages = d["stages_busbw_GBps"]
     stage_text = "; ".join(
         f"{name} network {st['network']:,.1f}, NVLink {st['nvlink']:,.1f}, PCIe {st['pcie']:,.1f} "
         f"(bound: {st['bottleneck']})" for name, st in stages.items())
     lines = ["", head,
-             f"  {o.order} order, {routing}, {o.qps} QP per connection, {d['flows_per_nic']:g} flows per NIC, "
+             f"  {o.order} order, {routing}, {o.qps} queue pair{'s' if o.qps > 1 else ''} per connection, {d['flows_per_nic']:g} flows per NIC, "
              f"{o.cc}",
              f"  {d['pattern']} connections: {d['connections']:,}; leaving a leaf: {d['connections_leaving_leaf']:,}; "
              f"leaving a pod: {d['connections_leaving_pod']:,}",
@@ -717,7 +722,8 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
     checked against the folder's design.json (a folder edited since the build is refused; spec
     flags override the folder's spec, and then the check is skipped). Without DESIGN, the spec
     comes from -f and the spec flags, as for 'topo build'. Spec fields that only the build's files
-    use (addresses, BGP, QoS, cables, host names, server profile) are accepted but not listed here.
+    use (addresses, BGP, QoS, cables, host names) are accepted but not listed here; the server
+    profile (--server) gives the node's GPUs, NVLink and PCIe to the all-reduce model.
 
     \b
     Examples:

@@ -10,7 +10,7 @@ follows the lossless congestion model of ``docs/model.md``: connections -> sub-f
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,8 +39,11 @@ MAX_SIZE_BYTES = 1 << 40
 DEFAULT_SIZES = (MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB, 4 * GIB, 8 * GIB)
 #: Measured NDR 400G all-reduce busbw per NIC is 46-48 GB/s of a 50 GB/s line rate: 47/50.
 DEFAULT_LINK_EFFICIENCY = 0.94
-#: ECMP hash draws per analysis: the median of 16 moves by under 1% between seeds (docs/model.md).
+#: ECMP hash draws per analysis (docs/model.md), unless the hashed sub-flows times the draws would
+#: pass HASH_BUDGET: then fewer, down to MIN_AUTO_SAMPLES.
 DEFAULT_HASH_SAMPLES = 16
+MIN_AUTO_SAMPLES = 4
+HASH_BUDGET = 1 << 22
 MAX_HASH_SAMPLES = 256
 UTILISATION_BINS = 10
 #: ``--routing`` values; ``auto`` is D-mod-K on InfiniBand switch models and ECMP on Ethernet.
@@ -59,7 +62,7 @@ class AnalysisOptions:
     routing: str = "auto"
     qps: int = 1
     hash_seed: int = 0
-    hash_samples: int = DEFAULT_HASH_SAMPLES
+    hash_samples: int | None = None
     hash_field: str = "sport"
     hash_polarized: bool = False
     sharp: bool = False
@@ -85,7 +88,7 @@ class AnalysisOptions:
                 problems.append(f"--{name} {value}: expected one of {', '.join(allowed)}")
         if not 1 <= self.qps <= 256:
             problems.append(f"--qps {self.qps}: must be from 1 to 256 queue pairs per connection")
-        if not 1 <= self.hash_samples <= MAX_HASH_SAMPLES:
+        if self.hash_samples is not None and not 1 <= self.hash_samples <= MAX_HASH_SAMPLES:
             problems.append(f"--hash-samples {self.hash_samples}: must be from 1 to {MAX_HASH_SAMPLES}")
         if self.channels is not None and not 1 <= self.channels <= MAX_CHANNELS:
             problems.append(f"--channels {self.channels}: must be from 1 to {MAX_CHANNELS} (NCCL's MAXCHANNELS)")
@@ -293,22 +296,23 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     needs_ring = n > 1 and bool({RING, NVLS} & set(allowed)) or (n > 1 and not allowed)
     needs_tree = n > 1 and bool({TREE, NVLS_TREE} & set(allowed))
     ud = ud or updown(fabric, faults)
-    patterns: dict[str, _Pattern] = {}
+    bases: dict[str, _Base] = {}
     if n > 1:
         for name, needed in (("ring", needs_ring or not needs_tree), ("tree", needs_tree)):
             if needed:
-                patterns[name] = _rate_pattern(fabric, options, faults, ud, tables, routing, order, layout,
-                                               node, pcie_gbps, name)
-    samples = max((p.slowest_gbps.size for p in patterns.values()), default=1)
-    hops = max((p.max_switch_hops for p in patterns.values()), default=0)
+                bases[name] = _base_pattern(fabric, options, faults, ud, tables, routing, order, layout,
+                                            pcie_gbps, name)
+    hops = max((b.max_switch_hops for b in bases.values()), default=0)
     latency_inter = max(0, hops - 1) * options.switch_latency_ns * 1e-3
     constants = load_constants(options.nccl_constants) if options.nccl_constants else DEFAULT_CONSTANTS
     comm = Comm(nodes=n, ranks=n * node.gpus, sm=node.sm, cpu_vendor=node.cpu_vendor,
                 channels=layout.channels, net_overhead_us=options.step_latency_us)
     collnet = nic_usable / 8 if sharp else None
 
+    patterns: dict[str, _Pattern] = {}
+
     def busiest(name: str) -> int:
-        return patterns[name].busiest if name in patterns else 0
+        return bases[name].busiest if name in bases else 0
 
     def stages_at(ring_gbps: float | None, tree_gbps: float | None):
         ring = ring_stages(layout, node, ring_gbps / 8, busiest("ring")) if ring_gbps is not None else None
@@ -322,10 +326,12 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     def at(pattern: str, which: Any) -> float | None:
         if n == 1:
             return math.inf
-        p = patterns.get(pattern)
-        if p is None:
+        if pattern not in bases:
             return None
-        return p.ideal_gbps if which == "ideal" else float(p.slowest_gbps[which])
+        if which == "ideal":
+            return bases[pattern].ideal_gbps
+        slow = patterns[pattern].slowest_gbps
+        return float(slow[min(which, slow.size - 1)])
 
     sizes = np.asarray(options.sizes, dtype=np.float64)
     protocols = None if options.proto == "auto" else (PROTOCOLS.index(options.proto),)
@@ -334,6 +340,14 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     if not np.isfinite(tuner_us).all():
         raise AnalysisError([f"--algo {options.algo} --proto {options.proto}: NCCL has no such algorithm and "
                              f"protocol pair for this job (LL and LL128 are for ring and tree only)"])
+    # sample the hashing of the patterns that the chosen algorithms use; one draw of the others
+    chosen = set(algo.tolist())
+    uses = {"ring": RING in chosen, "tree": bool({TREE, NVLS_TREE} & chosen)}
+    if bases and not any(uses[name] for name in bases):
+        uses["ring" if "ring" in bases else "tree"] = True  # CollNet or NVLS: the details show one
+    for name, base in bases.items():
+        patterns[name] = _sample_pattern(base, options, routing, uses[name])
+    samples = max((p.slowest_gbps.size for p in patterns.values()), default=1)
     times = np.empty((samples, sizes.size))
     limits = np.empty(samples)
     achieved_models = []
@@ -423,40 +437,87 @@ def _stopped(fabric: Fabric, order: np.ndarray, live_nics: np.ndarray) -> dict[s
     return {"nic_links_down": down[:64], "nic_links_down_count": len(down), "nodes_without_nic": no_nic}
 
 
-def _rate_pattern(fabric, options, faults, ud, tables, routing, order, layout, node, pcie_gbps,
-                  pattern) -> _Pattern:
-    """Route and rate one pattern's connections for every hash sample."""
+@dataclass(frozen=True, eq=False)
+class _Base:
+    """One pattern's connections and their first routing (the fixed paths, and the hashed ones)."""
+
+    conns: Connections
+    route_some: Any  #: (connection mask or slice, seed) -> Routes
+    routes: Routes
+    capacity: np.ndarray
+    max_switch_hops: int
+    busiest: int
+    ideal_gbps: float
+    qps: int
+
+
+def _base_pattern(fabric, options, faults, ud, tables, routing, order, layout, pcie_gbps, pattern) -> _Base:
+    """Connections of one pattern, routed once with the first hash seed."""
     conns = connections(order, layout, pattern)
     q = options.qps
-    hashed = routing == "ecmp"
-    samples = options.hash_samples if hashed else 1
-    slowest = np.empty(samples)
-    keep = None
-    max_hops = 0
-    for s in range(samples):
-        seed = (options.hash_seed + s) % 2**32
-        routes = route(fabric, conns.src_nic, conns.dst_nic, qps=q, mode=routing, hash_seed=seed, faults=faults,
-                       ud=ud, hash_field=options.hash_field, polarized=options.hash_polarized, tables=tables)
-        capacity = _capacity(routes, fabric, pcie_gbps, options.link_efficiency)
-        slowest[s] = q * _slowest_subflow(routes, capacity, options.cc)
-        max_hops = max(max_hops, int(routes.links.max()) - 1 if routes.links.size and routes.links.max() > 0 else 0)
-        if s == 0:
-            keep = [routes]
-        else:
-            keep.append(routes) if samples <= 64 else None
-    median = _median_index(slowest)
-    if median >= len(keep):  # very many samples: route the median one again
-        seed = (options.hash_seed + median) % 2**32
-        median_routes = route(fabric, conns.src_nic, conns.dst_nic, qps=q, mode=routing, hash_seed=seed,
-                              faults=faults, ud=ud, hash_field=options.hash_field,
-                              polarized=options.hash_polarized, tables=tables)
-    else:
-        median_routes = keep[median]
+
+    def route_some(keep: np.ndarray | slice, seed: int) -> Routes:
+        return route(fabric, conns.src_nic[keep], conns.dst_nic[keep], qps=q, mode=routing, hash_seed=seed,
+                     faults=faults, ud=ud, hash_field=options.hash_field, polarized=options.hash_polarized,
+                     tables=tables)
+
+    base = route_some(slice(None), options.hash_seed % 2**32)
+    capacity = _capacity(base, fabric, pcie_gbps, options.link_efficiency)
+    max_hops = int(base.links.max()) - 1 if base.links.size and base.links.max() > 0 else 0
     nic_cap = min(fabric.spec.nic_gbps * options.link_efficiency, pcie_gbps)
     per_src = np.bincount(conns.src_nic)
     per_dst = np.bincount(conns.dst_nic)
     busiest = max(int(per_src.max()) if per_src.size else 1, int(per_dst.max()) if per_dst.size else 1)
-    return _Pattern(conns, slowest, nic_cap / busiest, median_routes, median, max_hops, busiest)
+    return _Base(conns, route_some, base, capacity, max_hops, busiest, nic_cap / busiest, q)
+
+
+def _sample_pattern(b: _Base, options: AnalysisOptions, routing: str, sample: bool) -> _Pattern:
+    """Rate a pattern over the hash samples (or over its first routing only, when not sampled).
+
+    The connections that stay inside a leaf (or have no route) take the same path in every
+    sample, so each sample re-routes only the hashed connections, with seed ``hash_seed + i``,
+    and adds their load to the fixed load of the others.
+    """
+    q = b.qps
+    base, capacity = b.routes, b.capacity
+    hashed_conn = (base.links.reshape(-1, q) >= 4).any(axis=1)  # through a spine: hashed
+    hashed_sub = np.repeat(hashed_conn, q)
+    samples = 1
+    if routing == "ecmp" and sample and hashed_conn.any():
+        samples = options.hash_samples or min(DEFAULT_HASH_SAMPLES,
+                                              max(MIN_AUTO_SAMPLES, HASH_BUDGET // int(hashed_sub.sum())))
+    if samples == 1:
+        slowest = np.array([q * _slowest_subflow(base, capacity, options.cc)])
+        return _Pattern(b.conns, slowest, b.ideal_gbps, base, 0, b.max_switch_hops, b.busiest)
+    fixed = base.resources[~hashed_sub]
+    fixed_counts = np.bincount(fixed[fixed >= 0], minlength=capacity.size)
+    reachable = bool(base.reachable.all())
+    slowest = np.empty(samples)
+    drawn: list[Routes] = []
+    for i in range(samples):
+        part = b.route_some(hashed_conn, (options.hash_seed + i) % 2**32)
+        if len(drawn) < 64:
+            drawn.append(part)
+        if not reachable or not part.reachable.all():
+            slowest[i] = 0.0
+        elif options.cc == "ecn":
+            res = part.resources[part.resources >= 0]
+            counts = fixed_counts + np.bincount(res, minlength=capacity.size)
+            used = counts > 0
+            slowest[i] = q * float((capacity[used] / counts[used]).min())
+        else:
+            slowest[i] = q * _slowest_subflow(_merge(base, hashed_sub, part), capacity, options.cc)
+    median = _median_index(slowest)
+    part = drawn[median] if median < len(drawn) else b.route_some(hashed_conn, (options.hash_seed + median) % 2**32)
+    return _Pattern(b.conns, slowest, b.ideal_gbps, _merge(base, hashed_sub, part), median, b.max_switch_hops,
+                    b.busiest)
+
+
+def _merge(base: Routes, rows: np.ndarray, part: Routes) -> Routes:
+    """``base`` with the sub-flows ``rows`` (a mask) routed as in ``part``."""
+    resources, links = base.resources.copy(), base.links.copy()
+    resources[rows], links[rows] = part.resources, part.links
+    return replace(base, resources=resources, links=links)
 
 
 def _capacity(routes: Routes, fabric: Fabric, pcie_gbps: float, efficiency: float) -> np.ndarray:
@@ -515,9 +576,9 @@ def _result(fabric, options, faults, order, node, layout, routing, patterns, row
         "algorithm": options.algo,
         "algorithm_at_largest_size": last,
         "protocol_at_largest_size": rows[-1]["protocol"],
-        "routing": routing,
-        "hash_field": options.hash_field if routing == "ecmp" else None,
-        "hash_polarized": options.hash_polarized if routing == "ecmp" else None,
+        "routing": routing if n > 1 else None,
+        "hash_field": options.hash_field if routing == "ecmp" and n > 1 else None,
+        "hash_polarized": options.hash_polarized if routing == "ecmp" and n > 1 else None,
         "hash_samples": int(primary.slowest_gbps.size) if primary is not None else 0,
         "channels": layout.channels,
         "graph_channels": layout.graph_channels,

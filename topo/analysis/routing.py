@@ -218,8 +218,12 @@ def _unique_inverse(key: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def _choose(group_key: np.ndarray, span: int, candidates, hashes: np.ndarray) -> np.ndarray:
-    """ECMP choice: per sub-flow, the column of the (hash mod n)-th of the n valid candidates of its
-    group, or -1 where nothing is valid.
+    """Resilient ECMP choice: per sub-flow, the column ``hash mod ports`` of its switch's port list
+    when that port is valid, else the (hash' mod n)-th of the n valid ports; -1 where none is.
+
+    This is how switches' resilient hashing behaves: a port that goes away moves only the flows
+    that were on it; every other flow keeps its port. On a healthy fabric every port is valid and
+    the choice is ``hash mod ports``.
 
     Sub-flows with the same ``group_key`` (in ``[0, span)``) share one candidate list, so validity
     is worked out once per group, not once per sub-flow: ``candidates(keys)`` returns the
@@ -231,15 +235,18 @@ def _choose(group_key: np.ndarray, span: int, candidates, hashes: np.ndarray) ->
     ports = valid.shape[1]
     count = valid.sum(axis=1)
     n = count[inverse]
-    k = (hashes % np.maximum(n, 1).astype(np.uint64)).astype(np.int64)
-    column = k  # when every candidate is valid, the k-th valid one is column k
+    column = (hashes % _U64(max(ports, 1))).astype(np.int64)
     partial = (count > 0) & (count < ports)
-    if partial.any():  # else look the k-th valid column up in the group's list of valid columns
-        slot = np.cumsum(partial) - 1
-        valid_first = np.argsort(~valid[partial], axis=1, kind="stable")
-        sub = np.flatnonzero(partial[inverse])
-        column = column.copy()
-        column[sub] = valid_first[slot[inverse[sub]], k[sub]]
+    if partial.any():  # the primary port may be gone: move those sub-flows to a valid one
+        moved = np.flatnonzero(partial[inverse])
+        moved = moved[~valid[inverse[moved], column[moved]]]
+        if moved.size:
+            slot = np.cumsum(partial) - 1
+            valid_first = np.argsort(~valid[partial], axis=1, kind="stable")
+            second = mix64(hashes[moved] ^ _U64(0xA0761D6478BD642F))
+            k = (second % n[moved].astype(np.uint64)).astype(np.int64)
+            column = column.copy()
+            column[moved] = valid_first[slot[inverse[moved]], k]
     return np.where(n > 0, column, -1)
 
 

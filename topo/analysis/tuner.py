@@ -97,9 +97,12 @@ class TunerConstants:
             except (TypeError, ValueError):
                 problems.append(f"{key}: expected numbers shaped like the default {default.shape}")
                 continue
-            if array.shape != default.shape or not np.all(np.isfinite(array)) or (array < 0).any():
-                problems.append(f"{key}: expected {default.size} non-negative numbers shaped {default.shape}, "
+            if array.shape != default.shape:
+                problems.append(f"{key}: expected {default.size} numbers shaped {default.shape}, "
                                 f"got shape {array.shape}")
+            elif not np.all(np.isfinite(array)) or (array < 0).any():
+                bad = array[~np.isfinite(array) | (array < 0)].ravel()[0]
+                problems.append(f"{key}: every number must be finite and 0 or more, got {bad}")
         if problems:
             raise ValueError(problems)
         return replace(self, **{k: _as_tuple(np.asarray(v, dtype=np.float64)) for k, v in overrides.items()})

@@ -167,7 +167,7 @@ def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | Non
         qps = min(o.qps, MAX_NCCL_QPS)
         pairs = "queue pair" if o.qps == 1 else "queue pairs"
         source = (f"from the congestion analysis of this design ({o.qps} {pairs} per connection, "
-                  f"{analysis.allreduce.details['routing']} routing, {o.cc} congestion control)")
+                  f"{analysis.allreduce.details['routing'] or 'no fabric'} routing, {o.cc} congestion control)")
         if o.qps > MAX_NCCL_QPS:
             source += f"; NCCL takes at most {MAX_NCCL_QPS}"
     else:
