@@ -8,8 +8,9 @@ build is timed on its own) and then times one call of::
     analyze(fabric, AnalysisOptions(sizes=(1 << 30,), **extra))
 
 that is hop counts, bisection (max-flow on the tier-aligned splits and 4 random splits), ECMP width
-and the same-rank all-reduce of every rail (connections, ECMP routes, max-min rates) at one message
-size of 1 GiB. ``extra`` is empty for the main rows; two more cases run by default at 65,536 GPUs:
+and the all-reduce at one message size of 1 GiB: NCCL's channels and connections, their ECMP
+routes over the default 16 hash samples (fewer past the sub-flow budget, docs/model.md), the
+slowest connection of each sample, NCCL's tuner, and the max-min rates of the median sample. ``extra`` is empty for the main rows; two more cases run by default at 65,536 GPUs:
 ``--order random --qps 4`` (a shuffled job with 4 queue pairs per connection: 4x the sub-flows,
 most of them crossing pods) and ``--fail-random 0.01`` (1% of the switch-to-switch links down: the
 analysis runs twice, with the faults and intact, for the comparison).

@@ -22,7 +22,9 @@ import argparse
 import csv
 import re
 import sys
-from dataclasses import dataclass, field
+import json
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -67,7 +69,8 @@ class Setup:
     read: str = "busbw"  # busbw at the last size, or latency (us) at the first size
     assumptions: str = ""
     compare: dict[str, Any] | None = None  # for a ratio: the options of the denominator
-    extra: list[str] = field(default_factory=list)
+    #: the tuner tables of the NCCL release the measurement ran, where they differ from the default
+    matched: tuple[str, dict[str, Any]] | None = None
 
 
 IB = {"switch": "ndr-64x400", "port_gbps": 400}
@@ -83,7 +86,10 @@ SETUPS: dict[str, Setup] = {
                  node("a100", 4, 200), {"algo": "ring", "sizes": (8 * 10**9,)},
                  assumptions="A100-class GPUs (the source does not name them; the NICs bound the ring)"),
     "C05": Setup({"gpus": 16, **IB}, node("h20", 8, 400), {"algo": "nvlstree", "sizes": (4,)}, read="latency",
-                 assumptions="Intel host CPUs"),
+                 assumptions="Intel host CPUs",
+                 matched=("NCCL 2.21.5, the release measured: its NVLSTree network latency is 14 us, not 20.9",
+                          {"hw_latency_net": [[5.0, 8.5, 28], [2.7, 4.0, 14.0], [0, 0, 31], [0, 0, 30],
+                                              [0, 0, 18], [0, 0, 14]]})),
     "C06": Setup({"gpus": 16, **IB}, node("h20", 8, 400), {"algo": "nvls", "sharp": True, "sizes": (16 * MIB,)},
                  assumptions="NVLS across nodes runs only with in-network reduction (SHARP) in NCCL"),
     "C07": Setup({"gpus": 24, **IB}, node("gb200", 8, 400, cpu="arm"), {"algo": "tree", "sizes": (16 * GIB,)},
@@ -96,12 +102,17 @@ SETUPS: dict[str, Setup] = {
 }
 
 
-def predict(setup: Setup) -> tuple[float, str]:
+def predict(setup: Setup, constants: dict[str, Any] | None = None) -> tuple[float, str]:
     """The predicted value and a short description of what the model chose."""
     fabric = build_fabric(load_spec(setup.spec))
 
     def run(opts: dict[str, Any]):
-        return analyze(fabric, AnalysisOptions(**opts), node=setup.node).allreduce
+        if constants is None:
+            return analyze(fabric, AnalysisOptions(**opts), node=setup.node).allreduce
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as handle:
+            json.dump(constants, handle)  # JSON is YAML
+            handle.flush()
+            return analyze(fabric, AnalysisOptions(**opts, nccl_constants=handle.name), node=setup.node).allreduce
 
     result = run(setup.options)
     row = result.rows[-1]
@@ -138,8 +149,13 @@ def table(rows: list[dict[str, str]], progress: Callable[[str], None]) -> tuple[
         setting = re.sub(r"\s+", " ", row["setting"])
         setting = setting if len(setting) <= 90 else setting[:87] + "..."
         unit = row["unit"] if row["unit"] != "ratio" else ""
+        notes = setup.assumptions
+        if setup.matched is not None:
+            label, constants = setup.matched
+            again, _ = predict(setup, constants)
+            notes += f"; with {label}: {again:.3g} {unit}, ratio {again / measured:.2f}"
         lines.append(f"| {row['id']} | {row['quantity']} | {setting} | {measured:g} {unit} | {value:.3g} {unit} | "
-                     f"{ratio:.2f} | {chosen} | {setup.assumptions} |")
+                     f"{ratio:.2f} | {chosen} | {notes} |")
     return "\n".join(lines), ratios
 
 
