@@ -10,6 +10,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -354,3 +355,29 @@ def test_rendering_in_several_processes_gives_the_same_bytes_in_the_same_order()
     parallel = list(config_files(fabric, workers=2, progress=done.append))
     assert serial == parallel
     assert done[-1] == 48
+
+
+@pytest.mark.parametrize("spec", [{"gpus": 1024}, {"gpus": 768, "oversubscription": 3, "placement": "rack"},
+                                  {"gpus": 256, "nic_gbps": 200}, {"gpus": 4096, "tiers": 3}])
+def test_each_leaf_owns_one_server_block_and_advertises_it_as_one_route(spec):
+    """Server /31s are contiguous per leaf, so a spine carries one server route per leaf."""
+    fabric = build_fabric(load_spec(spec))
+    links, plan = fabric.links, fabric.plan
+    host = np.flatnonzero(links.kind == 0)
+    facts = ConfigFacts(fabric)
+    blocks = {}
+    for v in range(fabric.first(1), fabric.first(2)):
+        block = ipaddress.IPv4Network(facts.switch(v)["server_block"])
+        blocks[v] = block
+        mine = host[links.hi[host] == v]
+        for ip in fabric.addressing.link_ip[mine]:
+            assert ipaddress.IPv4Address(int(ip)) in block and ipaddress.IPv4Address(int(ip) + 1) in block
+    nets = sorted(blocks.values())
+    assert all(not a.overlaps(b) for a, b in zip(nets, nets[1:], strict=False))
+    assert all(b.subnet_of(ipaddress.IPv4Network(fabric.spec.host_pool)) for b in nets)
+    assert len(set(fabric.addressing.link_ip[host].tolist())) == host.size
+    leaf = fabric.first(1)
+    wanted = f"switches/{fabric.names[leaf]}/frr.conf"
+    conf = next(text for path, text in config_files(fabric) if path == wanted)
+    assert f"aggregate-address {blocks[leaf]} summary-only" in conf
+    assert f"ip prefix-list SERVERS seq 10 permit {blocks[leaf]} ge 31 le 31" in conf

@@ -6,8 +6,12 @@
   at ``p2p_pool + 2j``; the upper-tier end takes the even address, the lower end the odd one.
   With ``unnumbered`` these links carry no IPv4 address: BGP runs on the interfaces over IPv6
   link-local addresses (RFC 5549 next hops).
-- Server links: node-leaf link ``k`` gets the /31 at ``host_pool + 2k``: the leaf takes the even
-  address (the server's gateway), the NIC the odd one.
+- Server links, one block per leaf: leaf ``l`` (from 0) owns the aligned block
+  ``host_pool + l × B`` with ``B = 2^ceil(log2(2 × nics_per_leaf))`` addresses, and the server link on
+  its down port ``p`` (from 1), breakout lane ``b`` (from 1 of ``breakout``), gets the /31 at
+  ``block + 2((p - 1) × breakout + b - 1)``. The leaf takes the even address (the server's
+  gateway), the NIC the odd one. A leaf advertises its block as one aggregate, so a spine carries
+  one server route per leaf.
 - ASNs (RFC 7938, private ranges): the core tier shares one ASN, the spines of each pod share one,
   and every leaf has its own: ``base`` for the cores (three tiers), then one per pod, then one per
   leaf. ``base`` is 64512 for 2-byte ASNs (up to 65534) and 4200000000 for 4-byte ones (up to
@@ -103,6 +107,16 @@ def link_counts(plan: Plan) -> tuple[int, int]:
     return plan.nodes * plan.rails, fabric_links
 
 
+def server_block_size(plan: Plan) -> int:
+    """Addresses of one leaf's server block: the power of two that holds a /31 per leaf downlink.
+
+    >>> from topo import load_spec, plan_fabric
+    >>> server_block_size(plan_fabric(load_spec({"gpus": 1024})))  # 32 NICs a leaf: a /26
+    64
+    """
+    return 1 << max(1, (2 * plan.nics_per_leaf - 1).bit_length())
+
+
 def check_addressing(spec: FabricSpec, plan: Plan) -> int:
     """Raise SpecError when a pool or the private ASN range is too small; return the ASN size."""
     problems = []
@@ -117,9 +131,12 @@ def check_addressing(spec: FabricSpec, plan: Plan) -> int:
     if not spec.unnumbered and 2 * fabric_links > p2p_pool.num_addresses:
         problems.append(_pool_size_error("p2p_pool", p2p_pool, 2 * fabric_links,
                                          f"{fabric_links:,} switch-to-switch /31s"))
-    if 2 * host_links > host_pool.num_addresses:
-        problems.append(_pool_size_error("host_pool", host_pool, 2 * host_links,
-                                         f"{host_links:,} server-link /31s"))
+    block = server_block_size(plan)
+    if plan.leaves * block > host_pool.num_addresses:
+        problems.append(_pool_size_error("host_pool", host_pool, plan.leaves * block,
+                                         f"{plan.leaves:,} leaves' server blocks of {block:,} addresses "
+                                         f"(/{32 - block.bit_length() + 1}, a /31 for each of a leaf's "
+                                         f"{plan.nics_per_leaf:,} downlinks)"))
     lanes = lanes_per_port(spec)
     if plan.breakout > lanes:
         problems.append(
@@ -142,8 +159,13 @@ def check_addressing(spec: FabricSpec, plan: Plan) -> int:
     return size
 
 
-def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray) -> Addressing:
+def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray, leaf: np.ndarray | None = None,
+                    slot: np.ndarray | None = None) -> Addressing:
     """Addresses and ASNs for a fabric of ``plan`` whose links have kinds ``kind``.
+
+    ``leaf`` (from 0) and ``slot`` (``(down port - 1) × breakout + lane - 1``) place each server
+    link in its leaf's block; without them the server links are taken in leaf order, each leaf's
+    ``nics_per_leaf`` links in slot order (as :func:`topo.fabric.build_fabric` lays them out).
 
     Raises
     ------
@@ -156,7 +178,7 @@ def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray) -> Addressin
     >>> spec = load_spec({"gpus": 1024})
     >>> plan = plan_fabric(spec)
     >>> kind = np.repeat(np.array([0, 1], dtype=np.int8), [1024, 1024])
-    >>> a = plan_addressing(spec, plan, kind)
+    >>> a = plan_addressing(spec, plan, kind)  # server links in leaf order
     >>> a.asn_size, int(a.asn[plan.nodes]), int(a.asn[plan.nodes + plan.leaves])  # first leaf, spine
     (2, 64513, 64512)
     >>> ip_text(a.loopback[plan.nodes:plan.nodes + 2]), ip_text(a.link_ip[[0, 1024]])
@@ -187,7 +209,13 @@ def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray) -> Addressin
 
     link_ip = np.zeros(kind.size, dtype=np.uint32)
     host = kind == 0
-    link_ip[host] = int(host_pool.network_address) + 2 * np.arange(host_links, dtype=np.uint32)
+    if leaf is None or slot is None:
+        order = np.arange(host_links, dtype=np.int64)
+        leaf_of, slot_of = order // plan.nics_per_leaf, order % plan.nics_per_leaf
+    else:
+        leaf_of, slot_of = np.asarray(leaf)[host].astype(np.int64), np.asarray(slot)[host].astype(np.int64)
+    block = server_block_size(plan)
+    link_ip[host] = (int(host_pool.network_address) + leaf_of * block + 2 * slot_of).astype(np.uint32)
     if not spec.unnumbered:
         link_ip[~host] = int(p2p_pool.network_address) + 2 * np.arange(fabric_links, dtype=np.uint32)
     return Addressing(asn=asn, loopback=loopback, link_ip=link_ip, asn_size=size,

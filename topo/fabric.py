@@ -343,7 +343,10 @@ def build_fabric(spec: FabricSpec) -> Fabric:
                          f"names must differ, also in case (switches are named after name={spec.name!r})"])
     vertices = _vertex_arrays(plan)
     links = _links(spec, plan)
-    addressing = plan_addressing(spec, plan, links.kind)
+    host = links.kind == 0
+    leaf = np.where(host, links.hi.astype(np.int64) - plan.nodes, 0)
+    slot = np.where(host, (links.hi_port.astype(np.int64) - 1) * plan.breakout + links.lane - 1, 0)
+    addressing = plan_addressing(spec, plan, links.kind, leaf, slot)
     graph = _graph(spec, plan, names, vertices, links, addressing)
     return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
                   addressing=addressing, **vertices)

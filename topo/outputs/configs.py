@@ -10,8 +10,10 @@ bulk; each switch's dict is made when its files are rendered, so memory stays fl
 
 from __future__ import annotations
 
+
 import csv
 import ctypes
+import ipaddress
 import io
 import json
 import multiprocessing
@@ -23,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from .. import __version__
-from ..addressing import ip_text, rdma_device, sonic_port_name
+from ..addressing import ip_text, rdma_device, server_block_size, sonic_port_name
 from ..catalog import switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
 from .qos import QOS_PROFILES, QosProfile, pfc_headroom
@@ -231,7 +233,15 @@ class ConfigFacts:
             "neighbors": neighbors,
             "maximum_paths": min(256, spec.radix),
             "pod": int(f.pod[v]),
+            "server_block": self.server_block(v) if role == "leaf" else None,
         }
+
+    def server_block(self, v: int) -> str:
+        """The leaf's block of server /31s (docs/configs.md), which it advertises as one route."""
+        f = self.fabric
+        size = server_block_size(f.plan)
+        base = ipaddress.IPv4Network(f.spec.host_pool).network_address + (v - f.first(1)) * size
+        return f"{base}/{33 - size.bit_length()}"
 
 
 def _queue_role(q: QosProfile, queue: int) -> dict[str, Any]:
