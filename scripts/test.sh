@@ -5,13 +5,14 @@
 # Python side: scripts/setup.sh test (the virtual environment .venv, or the active one).
 # System side: real validators from the system's package manager. FRR checks every frr.conf with
 # its own parser, a throw-away slurmctld reads topology.conf, Open MPI maps the hostfile, Graphviz
-# renders the DOT files, shellcheck reads the host script. They are installed with apt-get as root,
+# renders the DOT files, shellcheck reads the host script, yanglint (libyang2-tools) checks every
+# config_db.json against SONiC's YANG models. They are installed with apt-get as root,
 # or with sudo when it needs no password; never with a prompt. Tests whose validator is missing are
 # skipped, saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(frr slurmctld slurm-client openmpi-bin graphviz shellcheck)
+APT_PACKAGES=(frr slurmctld slurm-client openmpi-bin graphviz shellcheck libyang2-tools)
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
   for pkg in "${APT_PACKAGES[@]}"; do

@@ -29,8 +29,8 @@ needs_frr = pytest.mark.skipif(
 )
 
 SONIC_TABLES = {
-    "DEVICE_METADATA", "PORT", "INTERFACE", "LOOPBACK_INTERFACE", "BGP_NEIGHBOR", "DSCP_TO_TC_MAP",
-    "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP", "SCHEDULER", "QUEUE", "PORT_QOS_MAP", "WRED_PROFILE",
+    "DEVICE_METADATA", "PORT", "INTERFACE", "LOOPBACK_INTERFACE", "DSCP_TO_TC_MAP",
+    "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP", "MAP_PFC_PRIORITY_TO_QUEUE", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "SCHEDULER", "QUEUE", "PORT_QOS_MAP", "WRED_PROFILE",
     "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "CABLE_LENGTH", "PFC_WD",
 }
 SONIC_SPEEDS = {"10000", "25000", "40000", "50000", "100000", "200000", "400000", "800000"}
@@ -156,7 +156,7 @@ def check_config_db(data: dict) -> None:
         assert port_map["dscp_to_tc_map"] in data["DSCP_TO_TC_MAP"]
         assert port_map["tc_to_pg_map"] in data["TC_TO_PRIORITY_GROUP_MAP"]
     assert set(data["CABLE_LENGTH"]["AZURE"]) <= set(data["PORT"])
-    assert all(re.match(r"^\d+(\.\d+)?m$", v) for v in data["CABLE_LENGTH"]["AZURE"].values())
+    assert all(re.match(r"^\d+m$", v) for v in data["CABLE_LENGTH"]["AZURE"].values())
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -183,7 +183,11 @@ def test_bgp_sessions_are_consistent_end_to_end(fields):
     facts = {}
     for rel, text in files.items():
         if rel.endswith("frr.conf"):
-            facts[rel.split("/")[1]] = _frr_facts(text)
+            asn, _, neighbors = _frr_facts(text)
+            # SONiC owns the addresses: the INTERFACE table of the switch's config_db.json
+            interfaces = json.loads(files[rel.replace("frr.conf", "config_db.json")])["INTERFACE"]
+            addresses = dict(key.split("|") for key in interfaces if "|" in key)
+            facts[rel.split("/")[1]] = (asn, addresses, neighbors)
     owner = {}  # address -> (switch, asn)
     for switch, (asn, addresses, _) in facts.items():
         for address in addresses.values():

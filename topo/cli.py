@@ -148,6 +148,8 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("bfd", "--bfd/--no-bfd", {"default": None, "help": "BFD on every BGP session [no]."}),
     ("qos", "--qos", {"type": click.Choice(["nvidia", "sonic"]), "help": "Lossless RoCE QoS profile [nvidia]."}),
     ("mtu", "--mtu", {"type": click.INT, "help": "MTU of switch ports and NICs [9100]."}),
+    ("frr_version", "--frr-version", {"type": click.STRING, "metavar": "VERSION",
+                                      "help": "FRR release the switches run, for 'frr version' [10.5.4]."}),
     ("cable_node_leaf_m", "--cable-node-leaf-m", {"type": click.FLOAT, "help": "Server-to-leaf cable length [3 m rack, 20 m rail]."}),
     ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": click.FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
     ("cable_spine_core_m", "--cable-spine-core-m", {"type": click.FLOAT, "help": "Spine-to-core cable length [100 m]."}),
@@ -159,7 +161,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 #: Spec fields that only the build's files use (addresses, BGP, QoS, cables, names): the analysis
 #: accepts them, from a spec file or a flag, but its --help does not list them. (The server profile
 #: is listed: the all-reduce model takes the node's NVLink, NVSwitch and PCIe from it.)
-BUILD_ONLY_FIELDS = ("loopback_pool", "p2p_pool", "host_pool", "asn_size", "unnumbered", "bfd", "qos", "mtu",
+BUILD_ONLY_FIELDS = ("loopback_pool", "p2p_pool", "host_pool", "asn_size", "unnumbered", "bfd", "qos", "mtu", "frr_version",
                      "cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m", "hostnames")
 
 

@@ -28,6 +28,10 @@ from .inputs import MAX_TABLE_BYTES, InputFileError, read_text
 TIERS = ("auto", 2, 3)
 #: Values of ``placement``.
 PLACEMENTS = ("rail", "rack")
+#: The FRR release a current SONiC ships (sonic-buildimage rules/frr.mk), written as ``frr version``.
+DEFAULT_FRR_VERSION = "10.5.4"
+_FRR_VERSION_RE = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}")
+
 #: Values of ``qos``: lossless RoCE profiles (see docs/configs.md).
 QOS_PROFILES = ("nvidia", "sonic")
 #: Values of ``asn_size``.
@@ -89,6 +93,7 @@ class FabricSpec:
     bfd: bool = False
     qos: str = "nvidia"
     mtu: int = 9100
+    frr_version: str = DEFAULT_FRR_VERSION
     cable_node_leaf_m: float | None = None
     cable_leaf_spine_m: float = 50.0
     cable_spine_core_m: float = 100.0
@@ -325,6 +330,13 @@ def _bool(value: Any) -> bool:
 _qos = _one_of(QOS_PROFILES)
 
 
+def _frr_version(value: Any) -> str:
+    text = value if isinstance(value, str) else None
+    if text is None or not _FRR_VERSION_RE.fullmatch(text):
+        raise ValueError(f"expected an FRR release such as {DEFAULT_FRR_VERSION} or 8.4, got {quote(value)}")
+    return text
+
+
 def _mtu(value: Any) -> int:
     mtu = _int(value)
     if not 1500 <= mtu <= MAX_MTU:
@@ -366,6 +378,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "bfd": _bool,
     "qos": _qos,
     "mtu": _mtu,
+    "frr_version": _frr_version,
     "cable_node_leaf_m": _optional_metres,
     "cable_leaf_spine_m": _metres,
     "cable_spine_core_m": _metres,

@@ -12,6 +12,7 @@ switch-to-switch link has a BGP session on both ends, each naming the other's AS
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,13 +147,14 @@ def check_folder(folder: Path, fabric: Fabric, render: Callable[[], Iterable[tup
     if gone:
         report.problems.append(_listing("left over: files topo no longer writes for this spec", gone))
     if is_ethernet(fabric):
-        frr = {}
+        frr, dbs = {}, {}
         for v in range(fabric.first(1), len(fabric.names)):
-            path = folder / "switches" / fabric.names[v] / "frr.conf"
-            if path.is_file() and path.stat().st_size <= 16 * MAX_SPEC_BYTES:
-                frr[fabric.names[v]] = path.read_text(encoding="utf-8", errors="replace")
+            for name, store in (("frr.conf", frr), ("config_db.json", dbs)):
+                path = folder / "switches" / fabric.names[v] / name
+                if path.is_file() and path.stat().st_size <= 16 * MAX_SPEC_BYTES:
+                    store[fabric.names[v]] = path.read_text(encoding="utf-8", errors="replace")
         if frr:
-            sessions, problems = bgp_problems(fabric, frr)
+            sessions, problems = bgp_problems(fabric, frr, dbs)
             report.sessions = sessions
             if problems:
                 report.problems.append(_listing("BGP sessions that do not match the cabling", problems, "; "))
@@ -167,6 +169,21 @@ class _Frr:
     asn: int | None
     addresses: dict[str, str]  #: interface -> address (without the prefix length)
     neighbors: dict[str, int]  #: neighbor (an address, or an interface when unnumbered) -> remote-as
+
+
+def interface_addresses(config_db: str) -> dict[str, str]:
+    """Interface -> IPv4 address (without the prefix length) of a config_db.json's INTERFACE table,
+    where SONiC keeps the addresses (its keys are ``Ethernet0|10.64.0.1/31``); {} when unreadable."""
+    try:
+        table = json.loads(config_db).get("INTERFACE", {})
+    except (ValueError, AttributeError):
+        return {}
+    out: dict[str, str] = {}
+    for key in table if isinstance(table, dict) else ():
+        interface, _, prefix = str(key).partition("|")
+        if prefix and ":" not in prefix:
+            out[interface] = prefix.split("/")[0]
+    return out
 
 
 def read_frr(text: str) -> _Frr:
@@ -185,11 +202,17 @@ def read_frr(text: str) -> _Frr:
     return _Frr(int(asn.group(1)) if asn else None, addresses, neighbors)
 
 
-def bgp_problems(fabric: Fabric, frr: dict[str, str]) -> tuple[int, list[str]]:
+def bgp_problems(fabric: Fabric, frr: dict[str, str], config_dbs: dict[str, str] | None = None
+                 ) -> tuple[int, list[str]]:
     """(sessions checked, problems): every switch-to-switch link of ``fabric`` has a BGP session on
     both ends in the frr.conf texts ``frr`` (by switch name), each naming the other end's address
-    (or interface, unnumbered) and ASN; and no switch has a session the cabling does not explain."""
+    (or interface, unnumbered) and ASN; and no switch has a session the cabling does not explain.
+    The addresses come from the switches' config_db.json texts ``config_dbs`` (SONiC owns them),
+    and from the frr.conf where one names them."""
     parsed = {name: read_frr(text) for name, text in frr.items()}
+    for name, text in (config_dbs or {}).items():
+        if name in parsed:
+            parsed[name].addresses.update(interface_addresses(text))
     links, names = fabric.links, fabric.names
     lanes = fabric.addressing.lanes_per_port
     problems: list[str] = []

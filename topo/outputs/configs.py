@@ -16,6 +16,7 @@ import ctypes
 import ipaddress
 import io
 import json
+import math
 import multiprocessing
 import signal
 from dataclasses import dataclass
@@ -43,7 +44,23 @@ SONIC_TYPES = {"leaf": "ToRRouter", "spine": "LeafRouter", "core": "SpineRouter"
 #: Switch buffer assumed when the switch model does not give one (MB).
 DEFAULT_BUFFER_MB = 64
 #: SONiC PFC watchdog settings (ms).
-PFC_WD = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
+#: PFC watchdog as SONiC's ``pfcwd start_default`` sets it: 200 ms detection and restoration, times
+#: one more for every 32 entries of the PORT table past the first 32; polling as often, at most 1 s.
+PFC_WD_BASE_MS = 200
+PFC_WD_PORTS_PER_STEP = 32
+PFC_WD_MAX_POLL_MS = 1000
+
+
+def pfc_watchdog(port_entries: int) -> dict[str, str]:
+    """PFC watchdog timers of a switch with ``port_entries`` PORT rows, scaled as SONiC scales them.
+
+    >>> pfc_watchdog(32)["detection_time"], pfc_watchdog(64)["detection_time"], pfc_watchdog(128)["poll_interval"]
+    ('200', '400', '800')
+    """
+    multiply = max(1, (port_entries - 1) // PFC_WD_PORTS_PER_STEP + 1)
+    time = str(PFC_WD_BASE_MS * multiply)
+    return {"action": "drop", "detection_time": time, "restoration_time": time,
+            "poll_interval": str(min(PFC_WD_BASE_MS * multiply, PFC_WD_MAX_POLL_MS))}
 
 
 def buffer_mb(fabric: Fabric) -> int:
@@ -101,7 +118,8 @@ class ConfigFacts:
         self.end_ip = ip_text(self.ends.ip)  # dotted quads of every link end, made once
         self.end_peer_ip = ip_text(self.ends.peer_ip)
         self.loopbacks = [""] * fabric.plan.nodes + ip_text(fabric.addressing.loopback[fabric.plan.nodes:])
-        self.cable_m = spec.cable_m
+        # SONiC's CABLE_LENGTH takes whole metres ("[0-9]+m"): round up, which keeps headroom safe
+        self.cable_m = {kind: float(math.ceil(m)) for kind, m in spec.cable_m.items()}
         speeds = {LINK_KINDS[0]: spec.nic_gbps}
         speeds.update({kind: spec.port_gbps for kind in LINK_KINDS[1:]})
         self.buffer_profiles = {}
@@ -133,6 +151,10 @@ class ConfigFacts:
                 "dscp_to_tc": q.dscp_to_tc(),
                 "tc_to_pg": q.tc_to_pg(),
                 "tc_to_queue": {tc: tc for tc in range(8)},
+                "pfc_to_queue": {p: p for p in range(8)},
+                # priority groups of the PFC priorities: Spectrum (the nvidia profile) takes the map,
+                # Broadcom's SONiC template never sets it
+                "pfc_to_pg": ({p: q.tc_to_pg()[p] for p in q.lossless_tc} if q.name == "nvidia" else {}),
                 "queues": [_queue_role(q, queue) for queue in range(8)],
                 "buffer_queues": _buffer_queue_ranges(q),
                 "roce_tos": q.roce_tos,
@@ -143,7 +165,7 @@ class ConfigFacts:
                 "ingress_lossless_pool_bytes": total * 3 // 4,
                 "egress_lossy_pool_bytes": total // 4,
             },
-            "pfc_wd": PFC_WD,
+            "frr_version": self.fabric.spec.frr_version,
             "buffer_profiles": list({b["name"]: b for b in self.buffer_profiles.values()}.values()),
             "mtu": self.fabric.spec.mtu,
             "unnumbered": self.fabric.spec.unnumbered,
@@ -234,6 +256,7 @@ class ConfigFacts:
             "maximum_paths": min(256, spec.radix),
             "pod": int(f.pod[v]),
             "server_block": self.server_block(v) if role == "leaf" else None,
+            "pfc_wd": pfc_watchdog(len(ports)),
         }
 
     def server_block(self, v: int) -> str:
