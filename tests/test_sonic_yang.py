@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from topo import build_fabric, load_spec
-from topo.catalog import switch_catalog
+from topo.catalog import platform_catalog, switch_catalog
 from topo.cli import main
 from topo.outputs.configs import config_files
 
@@ -363,6 +363,7 @@ ROLES = {"ToRRouter": "leaf", "LeafRouter": "spine", "SpineRouter": "core"}
 
 BUILDS = {
     **{f"switch-{name}": dict(gpus=256, switch=name) for name in ETHERNET_SWITCHES},
+    **{f"platform-{name}": dict(gpus=256, platform=name) for name in sorted(platform_catalog())},
     "qos-nvidia": dict(gpus=256, qos="nvidia"),
     "qos-sonic": dict(gpus=256, qos="sonic"),
     "unnumbered": dict(gpus=256, unnumbered=True),

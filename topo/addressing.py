@@ -70,9 +70,12 @@ def ip_text(values: np.ndarray) -> list[str]:
 
 
 def lanes_per_port(spec: FabricSpec) -> int:
-    """SerDes lanes of one port: the switch model's figure, else port speed / 100G (at least 1)."""
-    from .catalog import switch_catalog
+    """SerDes lanes of one port: the SONiC platform's, else the switch model's figure, else port
+    speed / 100G (at least 1)."""
+    from .catalog import platform_catalog, switch_catalog
 
+    if spec.platform is not None:
+        return platform_catalog()[spec.platform].lanes_per_port
     if spec.switch is not None:
         return switch_catalog()[spec.switch].lanes
     return max(1, spec.port_gbps // DEFAULT_LANE_GBPS)

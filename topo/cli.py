@@ -24,7 +24,7 @@ import yaml
 
 from . import __version__
 from .addressing import check_addressing
-from .catalog import switch_catalog
+from .catalog import platform_catalog, switch_catalog
 from .errors import AnalysisError, TopoError, quote
 from .fabric import build_fabric, check_memory, is_ethernet
 from .servers import resolve_server, server_profiles
@@ -133,6 +133,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("nics_per_node", "--nics-per-node", {"type": click.INT, "help": "NICs (rails) per server [one per GPU]."}),
     ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [400]."}),
     ("switch", "--switch", {"help": "Switch model from the catalogue (see 'topo switches'); sets radix and port speed."}),
+    ("platform", "--platform", {"help": "SONiC SKU of the switch model (see 'topo switches') [the model's]."}),
     ("radix", "--radix", {"type": click.INT, "help": "Ports per switch [64]."}),
     ("port_gbps", "--port-gbps", {"metavar": "GBPS", "help": "Switch port speed in Gb/s: 400, 800G or 1.6T [400]."}),
     ("tiers", "--tiers", {"type": click.Choice(["auto", "2", "3"]), "help": "Switch tiers [auto: fewest that fit]."}),
@@ -868,17 +869,25 @@ def servers_command(fmt: str) -> None:
 @main.command()
 @format_option
 def switches(fmt: str) -> None:
-    """List the switch models of the catalogue (use one with --switch NAME).
+    """List the switch models of the catalogue (use one with --switch NAME) and their SONiC SKUs
+    (--platform NAME; the first listed is the model's default).
 
     \b
     Example:
       topo switches
-      topo build --gpus 4096 --switch eth-51t-128x400
+      topo build --gpus 4096 --switch eth-51t-128x400 --platform arista-7060x6-64pe-o128s2
     """
     models = switch_catalog()
+    platforms = platform_catalog()
     data = {name: model.to_dict() for name, model in models.items()}
-    rows = [[m.name, m.radix, m.port_gbps, m.power_w, m.description] for m in models.values()]
-    emit(data, fmt, lambda: format_table(["model", "radix", "port Gb/s", "power W", "description"], rows))
+
+    def skus(m: Any) -> str:
+        names = sorted((p.name for p in platforms.values() if p.switch == m.name), key=lambda n: n != m.platform)
+        return ", ".join(f"{n} ({platforms[n].hwsku})" for n in names) or "-"
+
+    rows = [[m.name, m.radix, m.port_gbps, m.power_w, m.description, skus(m)] for m in models.values()]
+    emit(data, fmt, lambda: format_table(["model", "radix", "port Gb/s", "power W", "description",
+                                          "SONiC platforms (default first)"], rows))
 
 
 if __name__ == "__main__":  # pragma: no cover

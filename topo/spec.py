@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from .catalog import switch_catalog
+from .catalog import platform_catalog, switch_catalog
 from .errors import SpecError, did_you_mean, quote
 from .inputs import MAX_TABLE_BYTES, InputFileError, read_text
 
@@ -78,6 +78,7 @@ class FabricSpec:
     nics_per_node: int = 8
     nic_gbps: int = 400
     switch: str | None = None
+    platform: str | None = None
     radix: int = 64
     port_gbps: int = 400
     tiers: str | int = "auto"
@@ -289,6 +290,16 @@ def _name(value: Any) -> str:
     return value
 
 
+def _platform(value: Any) -> str | None:
+    if value is None:
+        return None
+    catalog = platform_catalog()
+    if not isinstance(value, str) or value not in catalog:
+        hint = did_you_mean(value, catalog) if isinstance(value, str) else ""
+        raise ValueError(f"unknown SONiC platform {quote(value)}{hint}; known: {', '.join(catalog)}")
+    return value
+
+
 def _switch(value: Any) -> str | None:
     if value is None:
         return None
@@ -363,6 +374,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "nics_per_node": lambda value: None if value is None else _bounded(MAX_PER_NODE, "NICs in one server")(value),
     "nic_gbps": _gbps,
     "switch": _switch,
+    "platform": _platform,
     "radix": _positive_int,
     "port_gbps": _gbps,
     "tiers": _tiers,
@@ -694,9 +706,21 @@ def hostnames_file(given: str, from_flag: bool, base_dir: str | Path | None) -> 
 def _merge_switch_model(values: dict[str, Any], given: Mapping[str, Any], problems: list[str]) -> None:
     """Take radix and port speed from the named switch model; explicit values must agree."""
     model_name = values.get("switch")
+    platform = values.get("platform")
+    if platform is not None:
+        sku = platform_catalog()[platform]
+        if model_name is None:
+            values["switch"] = model_name = sku.switch  # the SKU names its model
+        elif model_name != sku.switch:
+            problems.append(f"platform={platform} is a SKU of switch {sku.switch}, not of switch={model_name}; "
+                            f"{model_name}'s platforms: "
+                            f"{', '.join(n for n, p in platform_catalog().items() if p.switch == model_name) or 'none'}")
+            return
     if model_name is None:
         return
     model = switch_catalog()[model_name]
+    if platform is None and model.platform is not None:
+        values["platform"] = model.platform
     for field_name in ("radix", "port_gbps"):
         model_value = getattr(model, field_name)
         if field_name in given and field_name in values and values[field_name] != model_value:
@@ -737,6 +761,14 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
             f"nic_gbps={nic_gbps} does not divide port_gbps={port_gbps}: a switch port must carry a "
             f"whole number of NIC links (1 or a breakout of {port_gbps}G into equal lanes)"
         )
+    platform = values.get("platform")
+    if platform is not None and nic_gbps and port_gbps and port_gbps % nic_gbps == 0 \
+            and port_gbps // nic_gbps > 1 and platform_catalog()[platform].alias_style == "none":
+        others = [n for n, p in platform_catalog().items()
+                  if p.switch == values.get("switch") and p.alias_style != "none"]
+        problems.append(f"platform={platform} offers no breakout, but nic_gbps={nic_gbps} on port_gbps={port_gbps} "
+                        f"splits each leaf downlink into {port_gbps // nic_gbps}; use "
+                        f"{', '.join(others) or 'another platform'}")
     pools = [(k, ipaddress.IPv4Network(values[k])) for k in ("loopback_pool", "p2p_pool", "host_pool")
              if values.get(k)]
     for i, (name_a, a) in enumerate(pools):

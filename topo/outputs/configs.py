@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import __version__
 from ..addressing import ip_text, rdma_device, server_block_size, sonic_port_name
-from ..catalog import switch_catalog
+from ..catalog import Platform, platform_catalog, switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
 from .qos import QOS_PROFILES, QosProfile, pfc_headroom
 from .templating import TemplateError, render_template, template_environment
@@ -114,6 +114,7 @@ class ConfigFacts:
         self.fabric = fabric
         spec = fabric.spec
         self.qos: QosProfile = QOS_PROFILES[spec.qos]
+        self.platform: Platform | None = platform_catalog()[spec.platform] if spec.platform else None
         self.ends = _ends(fabric)
         self.end_ip = ip_text(self.ends.ip)  # dotted quads of every link end, made once
         self.end_peer_ip = ip_text(self.ends.peer_ip)
@@ -152,9 +153,9 @@ class ConfigFacts:
                 "tc_to_pg": q.tc_to_pg(),
                 "tc_to_queue": {tc: tc for tc in range(8)},
                 "pfc_to_queue": {p: p for p in range(8)},
-                # priority groups of the PFC priorities: Spectrum (the nvidia profile) takes the map,
-                # Broadcom's SONiC template never sets it
-                "pfc_to_pg": ({p: q.tc_to_pg()[p] for p in q.lossless_tc} if q.name == "nvidia" else {}),
+                # priority groups of the PFC priorities: SONiC sets the map on Spectrum, never on
+                # Broadcom; without a platform, with the nvidia profile
+                "pfc_to_pg": ({p: q.tc_to_pg()[p] for p in q.lossless_tc} if self.pfc_to_pg_map else {}),
                 "queues": [_queue_role(q, queue) for queue in range(8)],
                 "buffer_queues": _buffer_queue_ranges(q),
                 "roce_tos": q.roce_tos,
@@ -166,6 +167,7 @@ class ConfigFacts:
                 "egress_lossy_pool_bytes": total // 4,
             },
             "frr_version": self.fabric.spec.frr_version,
+            "platform": self.platform.to_dict() if self.platform is not None else None,
             "buffer_profiles": list({b["name"]: b for b in self.buffer_profiles.values()}.values()),
             "mtu": self.fabric.spec.mtu,
             "unnumbered": self.fabric.spec.unnumbered,
@@ -206,8 +208,9 @@ class ConfigFacts:
                 "port": port,
                 "lane": lane,
                 "breakout": breakout,
-                "alias": f"etp{port}" + (chr(ord("a") + lane - 1) if breakout > 1 else ""),
-                "lanes": ",".join(str(x) for x in _lane_numbers(port, lane, lanes, breakout)),
+                "alias": self.port_alias(port, lane, breakout),
+                "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout)),
+                "index": self.port_index(port),
                 "speed_mbps": (spec.nic_gbps if kind == "node-leaf" else spec.port_gbps) * 1000,
                 "kind": kind,
                 "direction": "up" if e.upward[r] else "down",
@@ -237,7 +240,9 @@ class ConfigFacts:
             else:
                 ports.append({
                     "name": sonic_port_name(port, 1, lanes, 1), "port": port, "lane": 1, "breakout": 1,
-                    "alias": f"etp{port}", "lanes": ",".join(str(x) for x in _lane_numbers(port, 1, lanes, 1)),
+                    "alias": self.port_alias(port, 1, 1),
+                    "lanes": ",".join(str(x) for x in self.port_lanes(port, 1, lanes, 1)),
+                    "index": self.port_index(port),
                     "speed_mbps": spec.port_gbps * 1000, "kind": None, "direction": None, "peer": None,
                     "peer_port": None, "description": "unused", "ip": None, "peer_ip": None,
                     "cable_m": None, "buffer_profile": None, "admin_status": "down",
@@ -258,6 +263,29 @@ class ConfigFacts:
             "server_block": self.server_block(v) if role == "leaf" else None,
             "pfc_wd": pfc_watchdog(len(ports)),
         }
+
+    @property
+    def pfc_to_pg_map(self) -> bool:
+        """Whether ports get ``pfc_to_pg_map``: SONiC's QoS template sets it on NVIDIA Spectrum only."""
+        if self.platform is not None:
+            return self.platform.vendor == "nvidia"
+        return self.qos.name == "nvidia"
+
+    def port_lanes(self, port: int, lane: int, lanes: int, breakout: int) -> tuple[int, ...] | range:
+        """SerDes lane numbers of a port: the SONiC platform's lane map, else lanes counted from 0."""
+        if self.platform is not None:
+            return self.platform.port_lanes(port, lane, breakout)
+        return _lane_numbers(port, lane, lanes, breakout)
+
+    def port_alias(self, port: int, lane: int, breakout: int) -> str:
+        """The port's alias: the SONiC platform's, else ``etp<port>`` (``a``, ``b``, ... per breakout lane)."""
+        if self.platform is not None:
+            return self.platform.port_alias(port, lane, breakout)
+        return f"etp{port}" + (chr(ord("a") + lane - 1) if breakout > 1 else "")
+
+    def port_index(self, port: int) -> int:
+        """The port's front-panel index: the platform's cage, else the port number."""
+        return self.platform.port_index(port) if self.platform is not None else port
 
     def server_block(self, v: int) -> str:
         """The leaf's block of server /31s (docs/configs.md), which it advertises as one route."""
