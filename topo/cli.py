@@ -448,7 +448,6 @@ def headline_lines(analysis: Analysis) -> list[str]:
 def analysis_table(analysis: Analysis) -> str:
     """The analysis for people: hops, bisection, ECMP width, all-reduce, faults."""
     a, o, f = analysis, analysis.options, analysis.fabric
-    d = a.allreduce.details
     lines = [f"{f.spec.name}: {f.spec.gpus:,} GPUs, {f.plan.tiers} tiers, {f.plan.placement} placement"]
     if a.faults.any or o.fail:
         lines.append(f"faults: {a.faults.links_down:,} link{'s' if a.faults.links_down != 1 else ''} down"
