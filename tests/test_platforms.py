@@ -91,3 +91,41 @@ def test_a_breakout_sku_names_its_sub_ports_as_sonic_does():
     db = _leaf_config(platform="arista-7060dx5-64s", nic_gbps=200)
     assert db["PORT"]["Ethernet0"]["alias"] == "Ethernet1/1" and db["PORT"]["Ethernet4"]["alias"] == "Ethernet1/5"
     assert db["PORT"]["Ethernet0"]["lanes"] == "17,18,19,20" and db["PORT"]["Ethernet4"]["lanes"] == "21,22,23,24"
+
+
+SPECTRUM_4_TABLES = [n for n, p in platform_catalog().items() if p.asic == "Spectrum-4" and p.headroom_table]
+
+
+@pytest.mark.parametrize("name", SPECTRUM_4_TABLES)
+def test_spectrum_headroom_is_within_a_few_percent_of_the_skus_tables(name):
+    """SONiC's Mellanox formula (pipeline, cell occupancy, tile bytes) against pg_profile_lookup.ini."""
+    from topo.outputs.qos import vendor_headroom
+    p = platform_catalog()[name]
+    for row in p.headroom_table:
+        xon, xoff, size = vendor_headroom("nvidia", p.asic, int(row["speed"]) // 1000,
+                                          float(str(row["cable"]).rstrip("m")), 9100)
+        assert xon == int(row["xon"]) or int(row["speed"]) == 800000 or xon * 2 == int(row["xon"])
+        assert abs(xoff - int(row["xoff"])) <= 0.03 * int(row["xoff"])
+        assert abs(size - int(row["size"])) <= 0.03 * int(row["size"])
+
+
+@pytest.mark.parametrize("name", [n for n, p in platform_catalog().items() if p.headroom_table])
+def test_configs_never_reserve_less_headroom_than_the_sku_table(name):
+    p = platform_catalog()[name]
+    speed = switch_catalog()[p.switch].port_gbps
+    listed = {float(str(r["cable"]).rstrip("m")) for r in p.headroom_table if int(r["speed"]) == speed * 1000}
+    if not listed:
+        pytest.skip(f"{name}'s table lists no {speed}G row")
+    fabric = build_fabric(load_spec({"gpus": 256, "platform": name, "cable_leaf_spine_m": 30}))
+    from topo.outputs.configs import ConfigFacts
+    for profile in ConfigFacts(fabric).buffer_profiles.values():
+        assert profile["cable_m"] in set(p.cable_lengths_m)  # a length the SKU's buffer manager knows
+        if profile["vendor_table_xoff"] is not None:
+            assert profile["xoff"] >= profile["vendor_table_xoff"]
+            assert profile["size"] >= profile["xoff"] + profile["xon"]
+
+
+def test_the_default_headroom_is_what_spectrum_reserves_not_a_third_of_it():
+    """400G on 40 m: SN5600's table reserves 303,104 bytes, and so does topo's default profile."""
+    from topo.outputs.qos import vendor_headroom
+    assert vendor_headroom(None, None, 400, 40, 9100)[2] == 303104

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -100,6 +101,7 @@ class Platform:
     alias: str
     alias_style: str
     cable_lengths_m: tuple[int, ...]
+    headroom_table: tuple[dict, ...]
     sources: tuple[str, ...]
     commit: str
 
@@ -131,6 +133,16 @@ class Platform:
             return base.rsplit("/", 1)[0] + f"/{1 + k * self.cage_lanes // parts}"
         return base
 
+    def table_cable_m(self, cable_m: float) -> int | None:
+        """The shortest cable length the SKU's headroom table lists that is at least ``cable_m``
+        (SONiC's buffer manager looks CABLE_LENGTH up there); whole metres when it lists none;
+        None when the cable is longer than any it lists."""
+        whole = math.ceil(cable_m)
+        if not self.cable_lengths_m:
+            return whole
+        fits = [c for c in self.cable_lengths_m if c >= whole]
+        return min(fits) if fits else None
+
     def port_index(self, port: int) -> int:
         return self._cage(port)[0]
 
@@ -157,12 +169,14 @@ def _platform(name: str, raw: dict) -> Platform:
     alias = str(ports["alias"]).split(" / ")[0]
     alias = alias.replace("{p}a", "{p}").replace("{p}", "{c}")
     style = "none" if "GigE" in alias else "lane" if "/" in alias else "letter"
-    cables = tuple(int(str(c).rstrip("m")) for c in raw.get("cable_lengths") or ())
+    cables = tuple(sorted(int(str(c).rstrip("m")) for c in raw.get("cable_lengths") or ()))
+    headroom = raw.get("headroom") or {}
+    table = (headroom.get("traditional") or {}).get("table") if isinstance(headroom.get("traditional"), dict) else None
     source = raw.get("source", {})
     return Platform(name=name, description=raw["description"], vendor=raw["vendor"], asic=raw["asic"],
                     switch=raw["switch"], platform=raw["platform"], hwsku=raw["hwsku"], cages=cages,
                     cage_lanes=cage_lanes, subports=subports, first_lanes=first, alias=alias,
-                    alias_style=style, cable_lengths_m=cables, sources=tuple(source.get("paths", ())),
+                    alias_style=style, cable_lengths_m=cables, headroom_table=tuple(table or ()), sources=tuple(source.get("paths", ())),
                     commit=str(source.get("commit", "")))
 
 

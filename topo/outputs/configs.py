@@ -29,7 +29,7 @@ from .. import __version__
 from ..addressing import ip_text, rdma_device, server_block_size, sonic_port_name
 from ..catalog import Platform, platform_catalog, switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
-from .qos import QOS_PROFILES, QosProfile, pfc_headroom
+from .qos import QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
 from .templating import TemplateError, render_template, template_environment
 
 #: Every templated output of the configs: (output path, template, rendered for).
@@ -120,17 +120,28 @@ class ConfigFacts:
         self.end_peer_ip = ip_text(self.ends.peer_ip)
         self.loopbacks = [""] * fabric.plan.nodes + ip_text(fabric.addressing.loopback[fabric.plan.nodes:])
         # SONiC's CABLE_LENGTH takes whole metres ("[0-9]+m"): round up, which keeps headroom safe
-        self.cable_m = {kind: float(math.ceil(m)) for kind, m in spec.cable_m.items()}
+        # SONiC's CABLE_LENGTH takes whole metres ("[0-9]+m"), and with a platform a length its
+        # headroom table lists: round up, which keeps the headroom safe (docs/configs.md)
+        self.cable_m = {kind: float(self.platform.table_cable_m(m) if self.platform else math.ceil(m))
+                        for kind, m in spec.cable_m.items()}
         speeds = {LINK_KINDS[0]: spec.nic_gbps}
         speeds.update({kind: spec.port_gbps for kind in LINK_KINDS[1:]})
         self.buffer_profiles = {}
+        p = self.platform
         for kind in LINK_KINDS[: fabric.plan.tiers]:
-            h = pfc_headroom(speeds[kind], self.cable_m[kind], spec.mtu)
-            name = f"pg_lossless_{speeds[kind] * 1000}_{_metres(self.cable_m[kind])}_profile"
+            speed, cable = speeds[kind], self.cable_m[kind]
+            h = pfc_headroom(speed, cable, spec.mtu)  # the physical terms, for the docs' breakdown
+            xon, xoff, size = vendor_headroom(p.vendor if p else None, p.asic if p else None, speed, cable, spec.mtu)
+            vendor = table_headroom(list(p.headroom_table), speed, cable) if p and p.headroom_table else None
+            if vendor is not None and vendor[1] > xoff:  # never less than the SKU's own table
+                xoff = vendor[1]
+                size = xoff + xon
+            name = f"pg_lossless_{speed * 1000}_{_metres(cable)}_profile"
             self.buffer_profiles[kind] = {
-                "name": name, "speed_gbps": speeds[kind], "cable_m": self.cable_m[kind],
-                "xoff": h.xoff, "xon": h.xon, "size": h.size, "cable_bytes": h.cable_bytes,
+                "name": name, "speed_gbps": speed, "cable_m": cable,
+                "xoff": xoff, "xon": xon, "size": size, "cable_bytes": h.cable_bytes,
                 "response_bytes": h.response_bytes, "phy_bytes": h.phy_bytes,
+                "vendor_table_xoff": vendor[1] if vendor else None,
             }
 
     def shared(self) -> dict[str, Any]:

@@ -133,3 +133,89 @@ def pfc_headroom(speed_gbps: int, cable_m: float, mtu: int) -> Headroom:
         phy_bytes=math.ceil(2 * PHY_DELAY_NS * 1e-9 * rate_bytes_s), frame_bytes=mtu,
         xoff=2 * frame + cable + response + phy, xon=2 * frame,
     )
+
+
+# --- vendor headroom --------------------------------------------------------------------------------
+
+#: Spectrum ASIC constants (sonic-buildimage platform/mellanox/asic_table.j2): cell size in bytes,
+#: pipeline latency, MAC/PHY delay in KB (x 1024 bytes).
+SPECTRUM_ASICS = {
+    "Spectrum-2": (144, 19, 0.8), "Spectrum-3": (144, 19, 0.8), "Spectrum-4": (192, 19, 0.8),
+    "Spectrum-5": (192, 19, 0.8),
+}
+#: Pause quanta a peer takes to stop, by port speed in Gb/s (sonic-swss buffer_headroom_mellanox.lua).
+SPECTRUM_PAUSE_QUANTA = {800: 905, 400: 905, 200: 453, 100: 394, 50: 147, 40: 118, 25: 80, 10: 67}
+#: Speed of light in the cable and the lossless-traffic MTU that lua takes.
+SPECTRUM_LIGHT_M_S = 198e6
+SPECTRUM_LOSSLESS_MTU = 1024
+
+
+def _ceil_1024(value: float) -> int:
+    return math.ceil(value / 1024) * 1024
+
+
+def spectrum_headroom(speed_gbps: int, cable_m: float, mtu: int = 9100, asic: str = "Spectrum-4",
+                      lanes: int = 4, small_packet_pct: int = 100) -> tuple[int, int, int]:
+    """(xon, xoff, size) of a lossless PG as SONiC's Mellanox buffer manager computes them
+    (sonic-swss ``cfgmgr/buffer_headroom_mellanox.lua``): the bytes in flight while a pause takes
+    effect (the cable both ways, MAC/PHY delay, the peer's response, the port MTU, and on Spectrum-4
+    and -5 the bytes on the tile) inflated by cell occupancy (a small packet still takes a whole
+    cell), plus the pipeline latency as xon.
+
+    ``small_packet_pct`` 100 reproduces the SKUs' ``pg_profile_lookup.ini`` tables (every row within
+    1,024 bytes of xoff on the SN5600).
+
+    >>> spectrum_headroom(400, 40)  # SN5600 pg_profile_lookup.ini: the same
+    (19456, 283648, 303104)
+    """
+    cell, pipeline_kb, mac_phy_kb = SPECTRUM_ASICS[asic]
+    speed_mbps = speed_gbps * 1000
+    pipeline = pipeline_kb * 1024 * (2 if lanes == 8 else 1)
+    speed_overhead = mtu if lanes == 8 else 0
+    worst = math.ceil(cell / 64) if cell > 128 else math.ceil(2 * cell / (1 + cell))
+    spb = 100 * 64 / ((small_packet_pct * 64 + (100 - small_packet_pct) * SPECTRUM_LOSSLESS_MTU) / 100)
+    occupancy = (100 - spb + spb * worst) / 100
+    response = SPECTRUM_PAUSE_QUANTA.get(speed_gbps, 394) * 512 / 8
+    tile = speed_mbps / 1000 * 120 / 8 if asic in ("Spectrum-4", "Spectrum-5") else 0.0
+    on_cable = 2 * cable_m * speed_mbps * 1e9 / SPECTRUM_LIGHT_M_S / (8 * 1000)
+    propagation = mtu + on_cable + mac_phy_kb * 1024 + response + tile
+    xoff = _ceil_1024(SPECTRUM_LOSSLESS_MTU + propagation * occupancy)
+    xon = _ceil_1024(pipeline)
+    return xon, xoff, _ceil_1024(xoff + xon + speed_overhead)
+
+
+#: Broadcom buffer cell: every size of the Tomahawk SKUs' pg_profile_lookup.ini is a multiple of 254.
+BROADCOM_CELL_BYTES = 254
+
+
+def vendor_headroom(vendor: str | None, asic: str | None, speed_gbps: int, cable_m: float,
+                    mtu: int) -> tuple[int, int, int]:
+    """(xon, xoff, size) of a lossless PG, reserved per port (no shared headroom pool): SONiC's
+    Spectrum formula (:func:`spectrum_headroom`) with the ASIC's constants on NVIDIA platforms
+    and without a platform (Spectrum-4 constants); on Broadcom platforms the same terms with
+    Broadcom's 254-byte cells (a 64-byte packet fills a cell: 4x) and no Spectrum tile bytes.
+
+    >>> vendor_headroom(None, None, 400, 40, 9100)
+    (19456, 283648, 303104)
+    """
+    lanes = 8 if speed_gbps >= 800 else 4
+    if vendor == "broadcom":
+        cell_worst = math.ceil(BROADCOM_CELL_BYTES / 64)
+        response = SPECTRUM_PAUSE_QUANTA.get(speed_gbps, 394) * 512 / 8
+        on_cable = 2 * cable_m * speed_gbps * 1e9 / SPECTRUM_LIGHT_M_S / 8
+        xoff = _ceil_1024(SPECTRUM_LOSSLESS_MTU + (mtu + on_cable + 0.8 * 1024 + response) * cell_worst)
+        xon = _ceil_1024(19 * 1024)
+        return xon, xoff, _ceil_1024(xoff + xon)
+    spectrum = asic if asic in SPECTRUM_ASICS else "Spectrum-4"
+    return spectrum_headroom(speed_gbps, cable_m, mtu, spectrum, lanes)
+
+
+def table_headroom(table: list[dict], speed_gbps: int, cable_m: float) -> tuple[int, int, int, int] | None:
+    """(xon, xoff, size, table cable metres) of a SKU's pg_profile_lookup.ini for a port of
+    ``speed_gbps`` on ``cable_m`` metres: the row of the shortest listed cable at least that long, as
+    SONiC's buffer manager needs the CABLE_LENGTH to be one the table lists. None if no row fits."""
+    rows = [r for r in table if int(r["speed"]) == speed_gbps * 1000 and float(str(r["cable"]).rstrip("m")) >= cable_m]
+    if not rows:
+        return None
+    row = min(rows, key=lambda r: float(str(r["cable"]).rstrip("m")))
+    return int(row["xon"]), int(row["xoff"]), int(row["size"]), int(float(str(row["cable"]).rstrip("m")))
