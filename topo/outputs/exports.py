@@ -32,7 +32,7 @@ import networkx as nx
 import numpy as np
 
 from .. import __version__
-from ..addressing import sonic_port_name
+from ..addressing import ip_text, sonic_port_name
 from ..errors import TopoError
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
 from .templating import render_template, template_environment
@@ -489,6 +489,25 @@ def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, st
     return out
 
 
+def _lab_addresses(fabric: Fabric) -> dict[int, list[tuple[str, str]]]:
+    """Per switch vertex, (interface, address/len) pairs a Linux container needs: the loopback, and
+    with numbered links each switch-to-switch /31 (the upper end even, the lower end odd), as the
+    switch's config_db.json sets them on SONiC."""
+    links, addressing = fabric.links, fabric.addressing
+    lanes = addressing.lanes_per_port
+    out: dict[int, list[tuple[str, str]]] = {}
+    for v in range(fabric.first(1), len(fabric.names)):
+        out[v] = [("lo", f"{ip_text(addressing.loopback[[v]])[0]}/32")]
+    if not fabric.spec.unnumbered:
+        rows = np.flatnonzero(links.kind >= 1)
+        ips = ip_text(addressing.link_ip[rows])
+        odd = ip_text(addressing.link_ip[rows] + 1)
+        for i, r in enumerate(rows.tolist()):
+            out[int(links.hi[r])].append((sonic_port_name(int(links.hi_port[r]), 1, lanes, 1), f"{ips[i]}/31"))
+            out[int(links.lo[r])].append((sonic_port_name(int(links.lo_port[r]), 1, lanes, 1), f"{odd[i]}/31"))
+    return out
+
+
 def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None = None) -> str:
     """The containerlab topology (``containerlab/NAME.clab.yml``) of the fabric's switches.
 
@@ -521,6 +540,7 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
                        "        net.ipv6.conf.all.forwarding: 1\n")
     out.append("  nodes:\n")
     tier = fabric.tier.tolist()
+    addresses = _lab_addresses(fabric) if kind == "linux" else {}
     for v in range(first_switch, len(fabric.names)):
         sw = fabric.names[v]
         out.append(f"    {sw}:\n      group: {ROLES[tier[v]]}\n      binds:\n")
@@ -528,6 +548,10 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
             out.append(f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n'
                        '        - "daemons:/etc/frr/daemons"\n'
                        '        - "vtysh.conf:/etc/frr/vtysh.conf"\n')
+            # SONiC sets the addresses on a switch (config_db.json); in a Linux container the lab does
+            out.append("      exec:\n")
+            out.extend(f'        - "ip address add {address} dev {interface}"\n'
+                       for interface, address in addresses.get(v, []))
         else:
             out.append(f'        - "../switches/{sw}/config_db.json:/var/sonic/config_db.json"\n'
                        f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n')
