@@ -129,3 +129,9 @@ def test_the_default_headroom_is_what_spectrum_reserves_not_a_third_of_it():
     """400G on 40 m: SN5600's table reserves 303,104 bytes, and so does topo's default profile."""
     from topo.outputs.qos import vendor_headroom
     assert vendor_headroom(None, None, 400, 40, 9100)[2] == 303104
+
+
+def test_a_cable_longer_than_the_skus_table_is_refused_before_anything_is_written():
+    with pytest.raises(SpecError, match="cable_leaf_spine_m=500: platform=sn5600-acs's headroom table lists "
+                                        "cables up to 300 m"):
+        load_spec({"gpus": 256, "platform": "sn5600-acs", "cable_leaf_spine_m": 500})

@@ -769,6 +769,17 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
         problems.append(f"platform={platform} offers no breakout, but nic_gbps={nic_gbps} on port_gbps={port_gbps} "
                         f"splits each leaf downlink into {port_gbps // nic_gbps}; use "
                         f"{', '.join(others) or 'another platform'}")
+    if platform is not None:
+        sku = platform_catalog()[platform]
+        node_leaf = values.get("cable_node_leaf_m")
+        if node_leaf is None:
+            node_leaf = 3.0 if values.get("placement") == "rack" else 20.0
+        for name, metres in (("cable_node_leaf_m", node_leaf), ("cable_leaf_spine_m", values.get("cable_leaf_spine_m")),
+                             ("cable_spine_core_m", values.get("cable_spine_core_m"))):
+            if isinstance(metres, (int, float)) and sku.table_cable_m(metres) is None:
+                problems.append(f"{name}={metres:g}: platform={platform}'s headroom table lists cables up to "
+                                f"{max(sku.cable_lengths_m)} m ({', '.join(f'{c} m' for c in sku.cable_lengths_m)}); "
+                                f"SONiC's buffer manager has no profile for a longer one")
     pools = [(k, ipaddress.IPv4Network(values[k])) for k in ("loopback_pool", "p2p_pool", "host_pool")
              if values.get(k)]
     for i, (name_a, a) in enumerate(pools):

@@ -134,8 +134,8 @@ class ConfigFacts:
             xon, xoff, size = vendor_headroom(p.vendor if p else None, p.asic if p else None, speed, cable, spec.mtu)
             vendor = table_headroom(list(p.headroom_table), speed, cable) if p and p.headroom_table else None
             if vendor is not None and vendor[1] > xoff:  # never less than the SKU's own table
+                size += vendor[1] - xoff
                 xoff = vendor[1]
-                size = xoff + xon
             name = f"pg_lossless_{speed * 1000}_{_metres(cable)}_profile"
             self.buffer_profiles[kind] = {
                 "name": name, "speed_gbps": speed, "cable_m": cable,
