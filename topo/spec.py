@@ -290,24 +290,21 @@ def _name(value: Any) -> str:
     return value
 
 
-def _platform(value: Any) -> str | None:
-    if value is None:
-        return None
-    catalog = platform_catalog()
-    if not isinstance(value, str) or value not in catalog:
-        hint = did_you_mean(value, catalog) if isinstance(value, str) else ""
-        raise ValueError(f"unknown SONiC platform {quote(value)}{hint}; known: {', '.join(catalog)}")
-    return value
+def _catalog_name(what: str, catalog: Callable[[], Mapping[str, Any]]) -> Callable[[Any], str | None]:
+    """A reader of a name from a catalogue (or None), refusing unknown names with close matches."""
+    def read(value: Any) -> str | None:
+        if value is None:
+            return None
+        names = catalog()
+        if not isinstance(value, str) or value not in names:
+            hint = did_you_mean(value, names) if isinstance(value, str) else ""
+            raise ValueError(f"unknown {what} {quote(value)}{hint}; known: {', '.join(names)}")
+        return value
+    return read
 
 
-def _switch(value: Any) -> str | None:
-    if value is None:
-        return None
-    catalog = switch_catalog()
-    if not isinstance(value, str) or value not in catalog:
-        hint = did_you_mean(value, catalog) if isinstance(value, str) else ""
-        raise ValueError(f"unknown switch model {quote(value)}{hint}; known: {', '.join(catalog)}")
-    return value
+_platform = _catalog_name("SONiC platform", platform_catalog)
+_switch = _catalog_name("switch model", switch_catalog)
 
 
 def _optional_positive_int(value: Any) -> int | None:
