@@ -32,6 +32,7 @@ SONIC_TABLES = {
     "DEVICE_METADATA", "PORT", "INTERFACE", "LOOPBACK_INTERFACE", "DSCP_TO_TC_MAP",
     "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP", "MAP_PFC_PRIORITY_TO_QUEUE", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "SCHEDULER", "QUEUE", "PORT_QOS_MAP", "WRED_PROFILE",
     "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "CABLE_LENGTH", "PFC_WD",
+    "BUFFER_PORT_INGRESS_PROFILE_LIST", "BUFFER_PORT_EGRESS_PROFILE_LIST",
 }
 SONIC_SPEEDS = {"10000", "25000", "40000", "50000", "100000", "200000", "400000", "800000"}
 PORT_RE = re.compile(r"^Ethernet\d+$")
@@ -152,6 +153,14 @@ def check_config_db(data: dict) -> None:
         assert profile["profile"] in data["BUFFER_PROFILE"]
     for profile in data["BUFFER_PROFILE"].values():
         assert profile["pool"] in data["BUFFER_POOL"]
+    for key, queue in data["BUFFER_QUEUE"].items():
+        assert queue["profile"] in data["BUFFER_PROFILE"]
+    for table in ("BUFFER_PORT_INGRESS_PROFILE_LIST", "BUFFER_PORT_EGRESS_PROFILE_LIST"):
+        for name, entry in data.get(table, {}).items():
+            assert name in data["PORT"]
+            assert all(p in data["BUFFER_PROFILE"] for p in entry["profile_list"].split(","))
+    pools = sum(int(p["size"]) for n, p in data["BUFFER_POOL"].items() if n != "egress_lossless_pool")
+    assert 0 < pools
     for port_map in data["PORT_QOS_MAP"].values():
         assert port_map["dscp_to_tc_map"] in data["DSCP_TO_TC_MAP"]
         assert port_map["tc_to_pg_map"] in data["TC_TO_PRIORITY_GROUP_MAP"]
@@ -367,7 +376,7 @@ def test_rendering_in_several_processes_gives_the_same_bytes_in_the_same_order()
 def test_each_leaf_owns_one_server_block_and_advertises_it_as_one_route(spec):
     """Server /31s are contiguous per leaf, so a spine carries one server route per leaf."""
     fabric = build_fabric(load_spec(spec))
-    links, plan = fabric.links, fabric.plan
+    links = fabric.links
     host = np.flatnonzero(links.kind == 0)
     facts = ConfigFacts(fabric)
     blocks = {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
@@ -104,6 +104,16 @@ class Platform:
     headroom_table: tuple[dict, ...]
     sources: tuple[str, ...]
     commit: str
+    #: the SKU's buffer section of platforms.yaml (pools, profiles, profile lists), as recorded
+    buffer: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def shared_headroom(self) -> bool:
+        """Whether lossless PGs draw xoff from a shared headroom pool (every Tomahawk SKU; on
+        Spectrum, SKUs whose pool sizes give ``ingress_lossless_pool`` an xoff, like the SN4700's)."""
+        if self.vendor == "broadcom":
+            return True
+        return any("ingress_lossless_pool_xoff" in sizes for sizes in (self.buffer.get("pool_sizes") or {}).values())
 
     @property
     def lanes_per_port(self) -> int:
@@ -177,7 +187,7 @@ def _platform(name: str, raw: dict) -> Platform:
                     switch=raw["switch"], platform=raw["platform"], hwsku=raw["hwsku"], cages=cages,
                     cage_lanes=cage_lanes, subports=subports, first_lanes=first, alias=alias,
                     alias_style=style, cable_lengths_m=cables, headroom_table=tuple(table or ()), sources=tuple(source.get("paths", ())),
-                    commit=str(source.get("commit", "")))
+                    commit=str(source.get("commit", "")), buffer=dict(raw.get("buffer") or {}))
 
 
 @lru_cache(maxsize=1)

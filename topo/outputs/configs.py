@@ -19,6 +19,7 @@ import json
 import math
 import multiprocessing
 import signal
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -29,7 +30,8 @@ from .. import __version__
 from ..addressing import ip_text, rdma_device, server_block_size, sonic_port_name
 from ..catalog import Platform, platform_catalog, switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
-from .qos import QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
+from .buffers import BufferLayout, PortLoad, switch_layout
+from .qos import BROADCOM_ASICS, QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
 from .templating import TemplateError, render_template, template_environment
 
 #: Every templated output of the configs: (output path, template, rendered for).
@@ -128,26 +130,48 @@ class ConfigFacts:
         speeds.update({kind: spec.port_gbps for kind in LINK_KINDS[1:]})
         self.buffer_profiles = {}
         p = self.platform
+        shared = p.shared_headroom if p else False
+        model_lanes = fabric.addressing.lanes_per_port
         for kind in LINK_KINDS[: fabric.plan.tiers]:
             speed, cable = speeds[kind], self.cable_m[kind]
+            lanes = (p.lanes_per_port if p else model_lanes) // (fabric.plan.breakout if kind == "node-leaf" else 1)
             h = pfc_headroom(speed, cable, spec.mtu)  # the physical terms, for the docs' breakdown
-            xon, xoff, size = vendor_headroom(p.vendor if p else None, p.asic if p else None, speed, cable, spec.mtu)
+            xon, xoff, size = vendor_headroom(p.vendor if p else None, p.asic if p else None, speed, cable,
+                                              spec.mtu, lanes=lanes, shared=shared)
             vendor = table_headroom(list(p.headroom_table), speed, cable) if p and p.headroom_table else None
             if vendor is not None and vendor[1] > xoff:  # never less than the SKU's own table
-                size += vendor[1] - xoff
+                if not shared:  # a reserved PG holds its xoff; a shared one draws it from the pool
+                    size += vendor[1] - xoff
                 xoff = vendor[1]
             name = f"pg_lossless_{speed * 1000}_{_metres(cable)}_profile"
+            broadcom = BROADCOM_ASICS.get(p.asic) if p and p.vendor == "broadcom" else None
             self.buffer_profiles[kind] = {
-                "name": name, "speed_gbps": speed, "cable_m": cable,
+                "name": name, "speed_gbps": speed, "cable_m": cable, "lanes": lanes,
                 "xoff": xoff, "xon": xon, "size": size, "cable_bytes": h.cable_bytes,
+                "xon_offset": broadcom.xon_offset if broadcom else None,
+                "dynamic_th": broadcom.dynamic_th if broadcom else 0,
+                "shared_headroom": shared,
                 "response_bytes": h.response_bytes, "phy_bytes": h.phy_bytes,
                 "vendor_table_xoff": vendor[1] if vendor else None,
             }
+        self._layouts: dict[tuple, BufferLayout] = {}
+
+    def buffer_layout(self, active_kinds: Counter) -> BufferLayout:
+        """The buffer layout of a switch with ``active_kinds`` (link kind -> active ports), made
+        once per distinct mix of ports."""
+        key = tuple(sorted(active_kinds.items()))
+        if key not in self._layouts:
+            loads: Counter = Counter()
+            for kind, n in active_kinds.items():
+                b = self.buffer_profiles[kind]
+                loads[PortLoad(b["xon"], b["xoff"], b["size"], b["lanes"])] += n
+            self._layouts[key] = switch_layout(self.platform, loads, len(self.qos.lossless_tc),
+                                               buffer_mb(self.fabric) * 1_000_000)
+        return self._layouts[key]
 
     def shared(self) -> dict[str, Any]:
         """Facts common to every switch: the QoS profile and its tables."""
         q = self.qos
-        total = buffer_mb(self.fabric) * 1_000_000
         return {
             "qos": {
                 "name": q.name,
@@ -172,12 +196,8 @@ class ConfigFacts:
                 "roce_tos": q.roce_tos,
                 "pfc_vector": q.pfc_vector(),
             },
-            "buffer": {
-                "total_bytes": total,
-                "ingress_lossless_pool_bytes": total * 3 // 4,
-                "egress_lossy_pool_bytes": total // 4,
-            },
             "frr_version": self.fabric.spec.frr_version,
+            "routing_mode": self.fabric.spec.routing_mode,
             "platform": self.platform.to_dict() if self.platform is not None else None,
             "buffer_profiles": list({b["name"]: b for b in self.buffer_profiles.values()}.values()),
             "mtu": self.fabric.spec.mtu,
@@ -273,6 +293,7 @@ class ConfigFacts:
             "pod": int(f.pod[v]),
             "server_block": self.server_block(v) if role == "leaf" else None,
             "pfc_wd": pfc_watchdog(len(ports)),
+            "buffer": self.buffer_layout(Counter(p["kind"] for p in ports if p["kind"] is not None)).to_dict(),
         }
 
     @property
@@ -340,7 +361,7 @@ def _buffer_queue_ranges(q: QosProfile) -> list[dict[str, str]]:
         else:
             runs.append({"first": queue, "last": queue, "profile": profile})
     return [{"queues": f"{r['first']}" if r["first"] == r["last"] else f"{r['first']}-{r['last']}",
-             "profile": r["profile"]} for r in runs]
+             "profile": r["profile"], "lossless": r["profile"] == "egress_lossless_profile"} for r in runs]
 
 
 def _lane_numbers(port: int, lane: int, lanes: int, breakout: int) -> range:

@@ -154,19 +154,29 @@ def _ceil_1024(value: float) -> int:
     return math.ceil(value / 1024) * 1024
 
 
+def cable_bytes(speed_gbps: float, cable_m: float) -> float:
+    """Bytes on a cable of ``cable_m`` metres both ways at ``speed_gbps`` (light at 1.98e8 m/s)."""
+    return 2 * cable_m * speed_gbps * 1e9 / SPECTRUM_LIGHT_M_S / 8
+
+
 def spectrum_headroom(speed_gbps: int, cable_m: float, mtu: int = 9100, asic: str = "Spectrum-4",
-                      lanes: int = 4, small_packet_pct: int = 100) -> tuple[int, int, int]:
+                      lanes: int = 4, small_packet_pct: int = 100,
+                      shared: bool = False) -> tuple[int, int, int]:
     """(xon, xoff, size) of a lossless PG as SONiC's Mellanox buffer manager computes them
     (sonic-swss ``cfgmgr/buffer_headroom_mellanox.lua``): the bytes in flight while a pause takes
     effect (the cable both ways, MAC/PHY delay, the peer's response, the port MTU, and on Spectrum-4
     and -5 the bytes on the tile) inflated by cell occupancy (a small packet still takes a whole
     cell), plus the pipeline latency as xon.
 
-    ``small_packet_pct`` 100 reproduces the SKUs' ``pg_profile_lookup.ini`` tables (every row within
-    1,024 bytes of xoff on the SN5600).
+    ``small_packet_pct`` 100 reproduces the SKUs' ``pg_profile_lookup.ini`` tables of reserved
+    headroom (every row within 1,024 bytes of xoff on the SN5600). With ``shared`` the PG reserves
+    only ``xon`` (``size``) and draws ``xoff`` from the shared headroom pool, and xoff is the bytes
+    in flight without cell inflation, as the shared-headroom tables (the SN4700's) have it.
 
     >>> spectrum_headroom(400, 40)  # SN5600 pg_profile_lookup.ini: the same
     (19456, 283648, 303104)
+    >>> spectrum_headroom(400, 40, asic="Spectrum-3", lanes=8, shared=True)  # SN4700's table: 91,136
+    (38912, 89088, 38912)
     """
     cell, pipeline_kb, mac_phy_kb = SPECTRUM_ASICS[asic]
     speed_mbps = speed_gbps * 1000
@@ -174,13 +184,14 @@ def spectrum_headroom(speed_gbps: int, cable_m: float, mtu: int = 9100, asic: st
     speed_overhead = mtu if lanes == 8 else 0
     worst = math.ceil(cell / 64) if cell > 128 else math.ceil(2 * cell / (1 + cell))
     spb = 100 * 64 / ((small_packet_pct * 64 + (100 - small_packet_pct) * SPECTRUM_LOSSLESS_MTU) / 100)
-    occupancy = (100 - spb + spb * worst) / 100
+    occupancy = 1.0 if shared else (100 - spb + spb * worst) / 100
     response = SPECTRUM_PAUSE_QUANTA.get(speed_gbps, 394) * 512 / 8
     tile = speed_mbps / 1000 * 120 / 8 if asic in ("Spectrum-4", "Spectrum-5") else 0.0
-    on_cable = 2 * cable_m * speed_mbps * 1e9 / SPECTRUM_LIGHT_M_S / (8 * 1000)
-    propagation = mtu + on_cable + mac_phy_kb * 1024 + response + tile
+    propagation = mtu + cable_bytes(speed_gbps, cable_m) + mac_phy_kb * 1024 + response + tile
     xoff = _ceil_1024(SPECTRUM_LOSSLESS_MTU + propagation * occupancy)
     xon = _ceil_1024(pipeline)
+    if shared:
+        return xon, xoff, xon
     return xon, xoff, _ceil_1024(xoff + xon + speed_overhead)
 
 
@@ -188,26 +199,64 @@ def spectrum_headroom(speed_gbps: int, cable_m: float, mtu: int = 9100, asic: st
 BROADCOM_CELL_BYTES = 254
 
 
+@dataclass(frozen=True)
+class BroadcomAsic:
+    """Headroom constants of one Tomahawk generation, fitted to a SKU's ``pg_profile_lookup.ini``
+    by ``scripts/fit_headroom.py``: ``xoff = fixed + per_gbps * S + cable_factor * cable(S, L)``
+    rounded up to 254-byte cells, for a port of speed class ``S`` Gb/s on ``L`` metres. ``xon``,
+    ``xon_offset``, ``size`` (what a PG reserves; xoff comes from the shared headroom pool) and
+    ``dynamic_th`` are the table's, the same in every row."""
+
+    fitted_on: str
+    fixed_bytes: float
+    per_gbps_bytes: float
+    cable_factor: float
+    xon: int
+    xon_offset: int
+    size: int
+    dynamic_th: int
+    speed_classes: tuple[tuple[int, int], ...] = ()
+
+    def speed_class(self, speed_gbps: int) -> int:
+        """The speed the table sizes a port by (Tomahawk 4's lists 10G as 25G and 40G as 50G)."""
+        return dict(self.speed_classes).get(speed_gbps, speed_gbps)
+
+    def xoff(self, speed_gbps: int, cable_m: float) -> int:
+        s = self.speed_class(speed_gbps)
+        raw = self.fixed_bytes + self.per_gbps_bytes * s + self.cable_factor * cable_bytes(s, cable_m)
+        return math.ceil(raw / BROADCOM_CELL_BYTES) * BROADCOM_CELL_BYTES
+
+
+#: Fitted by scripts/fit_headroom.py (largest error over the table: Tomahawk 3 0.1 %, Tomahawk 4
+#: 2.2 %, Tomahawk 5 6.0 %, whose table lists one speed and one xoff for 5, 40 and 150 m).
+BROADCOM_ASICS = {
+    "Tomahawk 3": BroadcomAsic("dellemc-z9332f-o32", 31902, 358.62, 1.310, 2540, 2540, 2540, -2),
+    "Tomahawk 4": BroadcomAsic("dellemc-z9664f-o64", 54395, 755.65, 3.055, 9144, 9144, 9144, 0,
+                               ((10, 25), (40, 50))),
+    "Tomahawk 5": BroadcomAsic("arista-7060x6-64pe-o128s2", 0, 1432.50, 1.000, 0, 3556, 18796, 0),
+}
+
+
 def vendor_headroom(vendor: str | None, asic: str | None, speed_gbps: int, cable_m: float,
-                    mtu: int) -> tuple[int, int, int]:
-    """(xon, xoff, size) of a lossless PG, reserved per port (no shared headroom pool): SONiC's
-    Spectrum formula (:func:`spectrum_headroom`) with the ASIC's constants on NVIDIA platforms
-    and without a platform (Spectrum-4 constants); on Broadcom platforms the same terms with
-    Broadcom's 254-byte cells (a 64-byte packet fills a cell: 4x) and no Spectrum tile bytes.
+                    mtu: int, lanes: int | None = None, shared: bool = False) -> tuple[int, int, int]:
+    """(xon, xoff, size) of a lossless PG: SONiC's Spectrum formula (:func:`spectrum_headroom`)
+    with the ASIC's constants on NVIDIA platforms and without a platform (Spectrum-4 constants),
+    reserved per port unless ``shared``; on Broadcom platforms the Tomahawk generation's fitted
+    constants (:data:`BROADCOM_ASICS`), which always share the headroom pool. ``lanes`` defaults
+    to 8 at 800G and above, 4 below.
 
     >>> vendor_headroom(None, None, 400, 40, 9100)
     (19456, 283648, 303104)
+    >>> vendor_headroom("broadcom", "Tomahawk 4", 400, 40, 9100)  # Z9664F's table: 424,434
+    (9144, 418592, 9144)
     """
-    lanes = 8 if speed_gbps >= 800 else 4
+    if lanes is None:
+        lanes = 8 if speed_gbps >= 800 else 4
     if vendor == "broadcom":
-        cell_worst = math.ceil(BROADCOM_CELL_BYTES / 64)
-        response = SPECTRUM_PAUSE_QUANTA.get(speed_gbps, 394) * 512 / 8
-        on_cable = 2 * cable_m * speed_gbps * 1e9 / SPECTRUM_LIGHT_M_S / 8
-        xoff = _ceil_1024(SPECTRUM_LOSSLESS_MTU + (mtu + on_cable + 0.8 * 1024 + response) * cell_worst)
-        xon = _ceil_1024(19 * 1024)
-        return xon, xoff, _ceil_1024(xoff + xon)
+        b = BROADCOM_ASICS[asic or "Tomahawk 5"]
+        return b.xon, b.xoff(speed_gbps, cable_m), b.size
     spectrum = asic if asic in SPECTRUM_ASICS else "Spectrum-4"
-    return spectrum_headroom(speed_gbps, cable_m, mtu, spectrum, lanes)
+    return spectrum_headroom(speed_gbps, cable_m, mtu, spectrum, lanes, shared=shared)
 
 
 def table_headroom(table: list[dict], speed_gbps: int, cable_m: float) -> tuple[int, int, int, int] | None:
