@@ -369,6 +369,9 @@ BUILDS = {
     "unnumbered": dict(gpus=256, unnumbered=True),
     "unnumbered-bfd-qos-sonic": dict(gpus=256, unnumbered=True, bfd=True, qos="sonic"),
     "three-tier": dict(gpus=256, tiers=3),
+    "unified-routing": dict(gpus=256, routing_mode="unified"),
+    "unified-routing-three-tier-broadcom": dict(gpus=256, tiers=3, routing_mode="unified",
+                                                platform="dellemc-z9664f-o64"),
     "three-tier-radix-4": dict(gpus=16, gpus_per_node=1, radix=4, tiers=3),
     "three-tier-rack-unnumbered-qos-sonic": dict(gpus=256, tiers=3, placement="rack", unnumbered=True, qos="sonic"),
     "rack": dict(gpus=256, placement="rack"),
@@ -531,3 +534,40 @@ def test_sonic_yang_refuses_a_broken_config(break_it, expected, sonic_schema, le
     run = yanglint([path])
     assert run.returncode != 0 and expected in run.stderr, run.stderr
     assert yang_errors(sonic_schema, {"leaf": leaf_db}, tmp_path) == {}  # the unbroken config passes
+
+
+@pytest.fixture(scope="module")
+def unified_spectrum_leaf_db() -> dict:
+    return config_dbs(dict(gpus=256, routing_mode="unified", platform="sn5600-acs"))["cluster-leaf-su00-r0"]
+
+
+def _neighbor_asn(db):
+    next(iter(db["BGP_NEIGHBOR"].values()))["asn"] = "0"
+
+
+def _static_route_blackhole(db):
+    next(iter(db["STATIC_ROUTE"].values()))["advertise"] = "yes"
+
+
+def _profile_list(db):
+    db["BUFFER_PORT_INGRESS_PROFILE_LIST"]["Ethernet0"]["profile_list"] = "ingress_undefined_profile"
+
+
+def _pool_of_profile(db):
+    db["BUFFER_PROFILE"]["q_lossy_profile"]["pool"] = "egress_undefined_pool"
+
+
+@pytest.mark.parametrize("break_it, expected", [
+    (_neighbor_asn, "ASN must be greater than 0"),
+    (_static_route_blackhole, 'does not conform to "((true|false),)*(true|false)"'),
+    (_profile_list, "ingress_undefined_profile"),
+    (_pool_of_profile, 'Invalid leafref value "egress_undefined_pool"'),
+], ids=["bgp-neighbor-asn-0", "static-route-advertise-yes", "undefined-profile-in-list", "profile-of-undefined-pool"])
+def test_sonic_yang_refuses_a_broken_unified_spectrum_config(break_it, expected, sonic_schema,
+                                                            unified_spectrum_leaf_db, tmp_path):
+    db = copy.deepcopy(unified_spectrum_leaf_db)
+    break_it(db)
+    (path,) = write_yang(sonic_schema, {"broken": db}, tmp_path).values()
+    run = yanglint([path])
+    assert run.returncode != 0 and expected in run.stderr, run.stderr
+    assert yang_errors(sonic_schema, {"leaf": unified_spectrum_leaf_db}, tmp_path) == {}

@@ -151,6 +151,8 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("mtu", "--mtu", {"type": click.INT, "help": "MTU of switch ports and NICs [9100]."}),
     ("frr_version", "--frr-version", {"type": click.STRING, "metavar": "VERSION",
                                       "help": "FRR release the switches run, for 'frr version' [10.5.4]."}),
+    ("routing_mode", "--routing-mode", {"type": click.Choice(["split-unified", "unified"]),
+                                        "help": "Who owns BGP on SONiC: the rendered frr.conf (split-unified) or bgpcfgd from config_db (unified) [split-unified]."}),
     ("cable_node_leaf_m", "--cable-node-leaf-m", {"type": click.FLOAT, "help": "Server-to-leaf cable length [3 m rack, 20 m rail]."}),
     ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": click.FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
     ("cable_spine_core_m", "--cable-spine-core-m", {"type": click.FLOAT, "help": "Spine-to-core cable length [100 m]."}),
@@ -162,7 +164,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 #: Spec fields that only the build's files use (addresses, BGP, QoS, cables, names): the analysis
 #: accepts them, from a spec file or a flag, but its --help does not list them. (The server profile
 #: is listed: the all-reduce model takes the node's NVLink, NVSwitch and PCIe from it.)
-BUILD_ONLY_FIELDS = ("loopback_pool", "p2p_pool", "host_pool", "asn_size", "unnumbered", "bfd", "qos", "mtu", "frr_version",
+BUILD_ONLY_FIELDS = ("loopback_pool", "p2p_pool", "host_pool", "asn_size", "unnumbered", "bfd", "qos", "mtu", "frr_version", "routing_mode",
                      "cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m", "hostnames")
 
 

@@ -95,6 +95,7 @@ class FabricSpec:
     qos: str = "nvidia"
     mtu: int = 9100
     frr_version: str = DEFAULT_FRR_VERSION
+    routing_mode: str = "split-unified"
     cable_node_leaf_m: float | None = None
     cable_leaf_spine_m: float = 50.0
     cable_spine_core_m: float = 100.0
@@ -336,6 +337,10 @@ def _bool(value: Any) -> bool:
 
 
 _qos = _one_of(QOS_PROFILES)
+#: SONiC's docker_routing_config_mode values topo writes: split-unified (frr.conf owns BGP) or
+#: unified (bgpcfgd makes BGP from config_db's BGP_NEIGHBOR and STATIC_ROUTE).
+ROUTING_MODES = ("split-unified", "unified")
+_routing_mode = _one_of(ROUTING_MODES)
 
 
 def _frr_version(value: Any) -> str:
@@ -388,6 +393,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "qos": _qos,
     "mtu": _mtu,
     "frr_version": _frr_version,
+    "routing_mode": _routing_mode,
     "cable_node_leaf_m": _optional_metres,
     "cable_leaf_spine_m": _metres,
     "cable_spine_core_m": _metres,
@@ -777,6 +783,13 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
                 problems.append(f"{name}={metres:g}: platform={platform}'s headroom table lists cables up to "
                                 f"{max(sku.cable_lengths_m)} m ({', '.join(f'{c} m' for c in sku.cable_lengths_m)}); "
                                 f"SONiC's buffer manager has no profile for a longer one")
+    if values.get("routing_mode") == "unified":
+        if values.get("unnumbered"):
+            problems.append("routing_mode=unified needs numbered links (unnumbered=false): SONiC's bgpcfgd "
+                            "keys BGP_NEIGHBOR by peer address; use routing_mode=split-unified for unnumbered BGP")
+        if values.get("bfd"):
+            problems.append("routing_mode=unified cannot run BFD (bfd=true): SONiC starts bfdd only with "
+                            "frr_mgmt_framework_config, which replaces bgpcfgd; use routing_mode=split-unified")
     pools = [(k, ipaddress.IPv4Network(values[k])) for k in ("loopback_pool", "p2p_pool", "host_pool")
              if values.get(k)]
     for i, (name_a, a) in enumerate(pools):
