@@ -225,3 +225,18 @@ def test_buffer_pools_fit_the_chip_and_follow_the_skus_layout(name):
         short = int(facts.switch(fabric.first(1))["buffer"]["pools"]["ingress_lossless_pool"]["size"])
         long_ = int(longer.switch(fabric.first(1))["buffer"]["pools"]["ingress_lossless_pool"]["size"])
         assert long_ < short
+
+
+@pytest.mark.parametrize("name", sorted(platform_catalog()))
+def test_the_watchdog_is_what_pfcwd_start_default_gives_on_the_skus_whole_port_table(name):
+    """A spine (no breakout) has the SKU's port_config.ini rows once merged, the extra SFP ports
+    included: its timers are the ones platforms.yaml records for the SKU."""
+    import yaml
+    from importlib import resources
+    from topo.outputs.configs import ConfigFacts
+    raw = yaml.safe_load(resources.files("topo.data").joinpath("platforms.yaml").read_text())[name]["pfcwd"]
+    fabric = build_fabric(load_spec({"gpus": 256, "platform": name}))
+    spine = ConfigFacts(fabric).switch(len(fabric.names) - 1)
+    assert spine["role"] == "spine" and len(spine["ports"]) + platform_catalog()[name].extra_ports == raw["port_table_entries"]
+    assert spine["pfc_wd"]["detection_time"] == str(raw["detection_time_ms"])
+    assert spine["pfc_wd"]["poll_interval"] == str(raw["poll_interval_ms"])

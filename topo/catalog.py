@@ -104,6 +104,8 @@ class Platform:
     headroom_table: tuple[dict, ...]
     sources: tuple[str, ...]
     commit: str
+    #: front-panel ports of the SKU beyond the model's radix (SFP ports), which its PORT table also has
+    extra_ports: int = 0
     #: the SKU's buffer section of platforms.yaml (pools, profiles, profile lists), as recorded
     buffer: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -187,7 +189,8 @@ def _platform(name: str, raw: dict) -> Platform:
                     switch=raw["switch"], platform=raw["platform"], hwsku=raw["hwsku"], cages=cages,
                     cage_lanes=cage_lanes, subports=subports, first_lanes=first, alias=alias,
                     alias_style=style, cable_lengths_m=cables, headroom_table=tuple(table or ()), sources=tuple(source.get("paths", ())),
-                    commit=str(source.get("commit", "")), buffer=dict(raw.get("buffer") or {}))
+                    commit=str(source.get("commit", "")), buffer=dict(raw.get("buffer") or {}),
+                    extra_ports=len(ports.get("extra_ports") or ()))
 
 
 @lru_cache(maxsize=1)

@@ -154,19 +154,28 @@ class ConfigFacts:
                 "response_bytes": h.response_bytes, "phy_bytes": h.phy_bytes,
                 "vendor_table_xoff": vendor[1] if vendor else None,
             }
-        self._layouts: dict[tuple, BufferLayout] = {}
+        self._layouts: dict[tuple, dict[str, Any]] = {}
 
     def buffer_layout(self, active_kinds: Counter) -> BufferLayout:
-        """The buffer layout of a switch with ``active_kinds`` (link kind -> active ports), made
-        once per distinct mix of ports."""
+        """The buffer layout of a switch with ``active_kinds`` (link kind -> active ports)."""
+        loads: Counter = Counter()
+        for kind, n in active_kinds.items():
+            b = self.buffer_profiles[kind]
+            loads[PortLoad(b["xon"], b["xoff"], b["size"], b["lanes"])] += n
+        return switch_layout(self.platform, loads, len(self.qos.lossless_tc), buffer_mb(self.fabric) * 1_000_000)
+
+    def buffer_facts(self, active_kinds: Counter) -> dict[str, Any]:
+        """The template facts of :meth:`buffer_layout`, made once per distinct mix of ports, with
+        the ``BUFFER_QUEUE`` and lossy ``BUFFER_PG`` values ready to print (the same on every port)."""
         key = tuple(sorted(active_kinds.items()))
         if key not in self._layouts:
-            loads: Counter = Counter()
-            for kind, n in active_kinds.items():
-                b = self.buffer_profiles[kind]
-                loads[PortLoad(b["xon"], b["xoff"], b["size"], b["lanes"])] += n
-            self._layouts[key] = switch_layout(self.platform, loads, len(self.qos.lossless_tc),
-                                               buffer_mb(self.fabric) * 1_000_000)
+            facts = self.buffer_layout(active_kinds).to_dict()
+            facts["queues"] = [
+                {"queues": r["queues"], "lossless": r["lossless"],
+                 "entry": json.dumps({"profile": facts["lossless_queue_profile" if r["lossless"] else "lossy_queue_profile"]})}
+                for r in _buffer_queue_ranges(self.qos)]
+            facts["lossy_pg_entry"] = json.dumps({"profile": facts["lossy_pg_profile"]})
+            self._layouts[key] = facts
         return self._layouts[key]
 
     def shared(self) -> dict[str, Any]:
@@ -292,8 +301,10 @@ class ConfigFacts:
             "maximum_paths": min(256, spec.radix),
             "pod": int(f.pod[v]),
             "server_block": self.server_block(v) if role == "leaf" else None,
-            "pfc_wd": pfc_watchdog(len(ports)),
-            "buffer": self.buffer_layout(Counter(p["kind"] for p in ports if p["kind"] is not None)).to_dict(),
+            # SONiC scales the watchdog by the switch's whole PORT table: these ports, and once the
+            # file is merged, the SKU's extra (SFP) ports too
+            "pfc_wd": pfc_watchdog(len(ports) + (self.platform.extra_ports if self.platform else 0)),
+            "buffer": self.buffer_facts(Counter(p["kind"] for p in ports if p["kind"] is not None)),
         }
 
     @property
