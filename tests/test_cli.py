@@ -62,7 +62,9 @@ def test_json_summary_is_a_stable_interface(tmp_path):
     assert data["switches"] == {"leaf": 32, "spine": 16, "core": 0, "total": 48}
     assert data["links"] == {"node-leaf": 1024, "leaf-spine": 1024, "spine-core": 0, "total": 2048}
     assert data["per_tier"]["leaf"]["max_ports_used"] == 64
-    assert result.stderr == ""
+    # -q leaves only the warnings on stderr, and they are in the JSON too
+    assert result.stderr.splitlines() == [f"warning[{w['code']}]: {w['message']}" for w in data["warnings"]]
+    assert [w["code"] for w in data["warnings"]] == ["no-switch-model", "no-sonic-platform"]
 
 
 def test_yaml_summary(tmp_path):

@@ -24,6 +24,7 @@ import yaml
 
 from . import __version__
 from .addressing import check_addressing
+from .outputs.caveats import caveats
 from .catalog import platform_catalog, switch_catalog
 from .errors import AnalysisError, TopoError, quote
 from .fabric import build_fabric, check_memory, is_ethernet
@@ -657,9 +658,11 @@ def main() -> None:
               help="Processes that render switch configs [one per CPU].")
 @templates_option
 @format_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (warnings still, see --no-warnings).")
+@click.option("--no-warnings", is_flag=True, help="No warnings on stderr (they stay in summary.json and README.md).")
 def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis: bool, no_configs: bool,
-          jobs: int | None, templates: tuple[Path, ...], fmt: str, quiet: bool, **fields: Any) -> None:
+          jobs: int | None, templates: tuple[Path, ...], fmt: str, quiet: bool, no_warnings: bool,
+          **fields: Any) -> None:
     """Size and build a fabric, write the design folder and print its summary.
 
     \b
@@ -689,23 +692,22 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
                 with progress.stage("analysing"):
                     analysis = analyze(fabric, node=server.node_model())
             configs = not no_configs and is_ethernet(fabric)
-            if not no_configs and not configs:
-                progress.say(f"no switch configs: switch={spec.switch} is an InfiniBand model")
             switches = len(fabric.names) - fabric.plan.nodes
             cabling = plan_cabling(fabric)
+            warnings = caveats(fabric, analysis, cabling, server, configs=not no_configs)
             files = build_files(
                 fabric, summary, analysis, templates, configs, base_dir, cabling, server,
                 progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
-                workers=jobs or os.cpu_count() or 1)
+                workers=jobs or os.cpu_count() or 1, warnings=warnings)
             with progress.stage(f"writing {out}/"):
                 count = folder.write(files)
         progress.say(f"wrote {count:,} files")
-        if server.generic:
-            progress.say(f"warning: no shipped server profile has {spec.gpus_per_node} GPUs and "
-                         f"{spec.nics_per_node} x {spec.nic_gbps}G NICs; nccl/ holds a generic profile "
-                         f"whose bus ids are placeholders (describe your server with --server FILE)")
+        if not no_warnings:  # shown even with -q: a review must not miss them
+            for warning in warnings:
+                click.echo(warning.line(), err=True)
     data = summary.to_dict()
     data["cabling"] = cabling.to_dict()
+    data["warnings"] = [w.to_dict() for w in warnings]
     if analysis is not None:
         data["analysis"] = headline(analysis)
     lines = headline_lines(analysis) if analysis is not None else []

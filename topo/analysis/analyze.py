@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from .faults import Faults, apply_faults, no_faults
 from .hops import HopCounts, hop_counts
 from .routing import HASH_FIELDS, ROUTING_MODES, Routes, port_tables, route
 from .updown import updown
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..caveats import Caveat
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -160,6 +163,7 @@ class Analysis:
             "allreduce_detail": self.allreduce.details,
             "faults": self.faults.to_dict() if self.faults.any or self.options.fail else None,
             "notes": self.notes(),
+            "warnings": [c.to_dict() for c in self.caveats()],
         }
         if self.baseline is not None:
             out["change"] = self.change()
@@ -167,23 +171,28 @@ class Analysis:
 
     def notes(self) -> list[str]:
         """Plain statements a reviewer must not miss (a cut fabric, a bisection disagreement)."""
+        return [c.message for c in self.caveats()]
+
+    def caveats(self) -> list["Caveat"]:
+        """:meth:`notes` with their warning codes (:mod:`topo.caveats`)."""
+        from ..caveats import Caveat
         notes = []
         if self.hops.unreachable_pairs:
-            notes.append(
+            notes.append(Caveat("fabric-cut",
                 f"the fabric is cut: {self.hops.unreachable_pairs:,} of {self.hops.pairs:,} GPU pairs "
                 f"on different nodes have no route"
-            )
+            ))
         unreachable = int((~self.allreduce.routes.reachable).sum())
         if unreachable:
-            notes.append(
+            notes.append(Caveat("allreduce-unroutable",
                 f"the all-reduce cannot complete: {unreachable:,} of its connections' queue pairs "
                 f"have no route"
-            )
+            ))
         if self.allreduce.details["nvlink_only"]:
-            notes.append(
+            notes.append(Caveat("nvlink-only",
                 f"the job fits in one node ({self.allreduce.job_gpus} GPUs): its all-reduce runs over NVLink "
                 f"only and puts no traffic on the fabric; its figures are the node's"
-            )
+            ))
         stopped = self.allreduce.details.get("stopped")
         if stopped:
             first = stopped["nic_links_down"][0]
@@ -192,13 +201,13 @@ class Analysis:
             gone = stopped["nodes_without_nic"]
             without = (f"; {len(gone):,} node(s) have no NIC left and are left out ({', '.join(gone[:3])}"
                        f"{', ...' if len(gone) > 3 else ''})") if gone else ""
-            notes.append(
+            notes.append(Caveat("job-stops",
                 f"the job stops: NIC {first['nic']} of {first['node']}{others} lost its link, and NCCL does not "
                 f"move a running connection to another NIC; the figures are for the job restarted on the "
                 f"remaining NICs (their channels move to the next live NIC of the node){without}"
-            )
+            ))
         if self.bisection.note and (not self.bisection.agrees or self.faults.any):
-            notes.append(f"bisection: {self.bisection.note}")
+            notes.append(Caveat("bisection-differs", f"bisection: {self.bisection.note}"))
         return notes
 
     def change(self) -> dict[str, Any]:

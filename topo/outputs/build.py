@@ -15,6 +15,8 @@ import jinja2
 import jinja2.meta
 
 from .. import __version__
+from ..caveats import Caveat
+from .caveats import caveats
 from ..fabric import ROLES, Fabric, is_ethernet
 from ..servers import resolve_server
 from .cabling import cabling_files, plan_cabling
@@ -78,7 +80,7 @@ def _collect_sources(env: jinja2.Environment, rows: list[dict[str, Any]]) -> Non
 def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
            user_dirs: Iterable[str | Path] = (), configs: bool = True,
            cabling: "Cabling | None" = None, server: "ServerProfile | None" = None,
-           base_dir: str | Path | None = None) -> str:
+           base_dir: str | Path | None = None, warnings: "list[Caveat] | None" = None) -> str:
     """The build folder's README.md, from the template ``summary.md.j2``."""
     env = template_environment(user_dirs)
     context = {
@@ -93,6 +95,7 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
         "cabling": cabling.to_dict() if cabling is not None else None,
         "server": server.name if server is not None else None,
         "full_dot": len(fabric.links) <= FULL_DOT_MAX_LINKS,
+        "warnings": [w.to_dict() for w in warnings or ()],
     }
     return render_template(env, "summary.md.j2", context)
 
@@ -101,7 +104,8 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
                 user_dirs: Iterable[str | Path] = (), configs: bool = True,
                 base_dir: str | Path | None = None, cabling: "Cabling | None" = None,
                 server: "ServerProfile | None" = None,
-                progress: Callable[[int], None] | None = None, workers: int = 1) -> Iterator[tuple[str, str]]:
+                progress: Callable[[int], None] | None = None, workers: int = 1,
+                warnings: "list[Caveat] | None" = None) -> Iterator[tuple[str, str]]:
     """Every file of a build folder as ``(path, text)``, made one after the other; the last is the
     build stamp (:mod:`topo.outputs.manifest`) that lists the others.
 
@@ -113,22 +117,25 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     configs = configs and is_ethernet(fabric)
     cabling = cabling if cabling is not None else plan_cabling(fabric)
     server = server if server is not None else resolve_server(fabric.spec, base_dir)
+    if warnings is None:
+        warnings = caveats(fabric, analysis, cabling, server, configs)
     yield from with_manifest(_files(fabric, summary, analysis, user_dirs, configs, base_dir, cabling, server,
-                                    progress, workers))
+                                    progress, workers, warnings))
 
 
 def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_dirs: tuple,
            configs: bool, base_dir: str | Path | None, cabling: "Cabling", server: "ServerProfile",
-           progress: Callable[[int], None] | None, workers: int) -> Iterator[tuple[str, str]]:
+           progress: Callable[[int], None] | None, workers: int,
+           warnings: "list[Caveat]") -> Iterator[tuple[str, str]]:
     env = template_environment(user_dirs)
-    yield from core_files(fabric, summary, analysis, cabling, base_dir).items()
+    yield from core_files(fabric, summary, analysis, cabling, base_dir, warnings).items()
     yield from placement_files(fabric, env).items()
     yield from nccl_files(fabric, server, analysis, env, base_dir=base_dir).items()
     yield from cabling_files(fabric, cabling).items()
     yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
     if configs:
         yield from config_files(fabric, user_dirs, workers=workers, progress=progress)
-    yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir)
+    yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir, warnings)
 
 
 def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,

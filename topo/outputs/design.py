@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import yaml
 
@@ -100,7 +100,8 @@ def spec_and_inputs(fabric: Fabric, base_dir: str | Path | None = None) -> tuple
 
 
 def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
-               cabling: "Cabling | None" = None, base_dir: str | Path | None = None) -> dict[str, str]:
+               cabling: "Cabling | None" = None, base_dir: str | Path | None = None,
+               warnings: "Iterable[Any] | None" = None) -> dict[str, str]:
     """The design files of a build folder (not the configs and other outputs, not README.md).
 
     Inputs the spec names by path (a host-name table, a server profile) are copied in, and
@@ -110,6 +111,8 @@ def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = N
     summary_data = summary.to_dict()
     if cabling is not None:
         summary_data["cabling"] = cabling.to_dict()
+    if warnings is not None:
+        summary_data["warnings"] = [w.to_dict() for w in warnings]
     files.update({
         "spec.yaml": yaml.safe_dump(spec, sort_keys=False),
         "design.json": design_json(fabric, spec),

@@ -1,0 +1,116 @@
+"""Warnings as data: each code raised by the design it describes, carried to every output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from topo import build_fabric, load_spec
+from topo.analysis.analyze import AnalysisOptions, analyze
+from topo.caveats import CODES, Caveat
+from topo.outputs.caveats import caveats
+from topo.cli import main
+from topo.outputs.cabling import plan_cabling
+from topo.servers import resolve_server
+
+
+def codes(spec: dict, analysis_options: AnalysisOptions | None = None, configs: bool = True) -> list[str]:
+    fabric = build_fabric(load_spec(spec))
+    analysis = analyze(fabric, analysis_options or AnalysisOptions(sizes=(1 << 30,)))
+    server = resolve_server(fabric.spec)
+    return [c.code for c in caveats(fabric, analysis, plan_cabling(fabric), server, configs)]
+
+
+@pytest.mark.parametrize("spec, options, code", [
+    ({"gpus": 512}, AnalysisOptions(sizes=(1 << 30,), fail=tuple(f"cluster-spine-{j:02d}" for j in range(8))), "fabric-cut"),
+    ({"gpus": 512}, AnalysisOptions(sizes=(1 << 30,), fail=tuple(f"cluster-spine-{j:02d}" for j in range(8))),
+     "allreduce-unroutable"),
+    ({"gpus": 64}, AnalysisOptions(sizes=(1 << 30,), fail=("cluster-node0003:5",)), "job-stops"),
+    ({"gpus": 4096}, AnalysisOptions(sizes=(1 << 30,), fail=("cluster-spine-p00-03",)), "bisection-differs"),
+    ({"gpus": 8}, None, "nvlink-only"),
+    ({"gpus": 200}, None, "partial-scalable-unit"),
+    ({"gpus": 768, "oversubscription": 3}, None, "oversubscription"),
+    ({"gpus": 1024, "placement": "rack"}, None, "rings-cross-spine"),
+    ({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 200}, None, "placeholder-server-profile"),
+    ({"gpus": 1024, "switch": "ndr-64x400"}, None, "infiniband-no-configs"),
+    ({"gpus": 1024}, AnalysisOptions(sizes=(1 << 30,), fail=("cluster-leaf-su00-r0:40",)), "uneven-ecmp"),
+    ({"gpus": 1024}, AnalysisOptions(sizes=(1 << 30,), hash_polarized=True), "hash-polarization"),
+    ({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 200}, None, "assumed-node-model"),
+    ({"gpus": 512, "switch": "ndr-64x400", "oversubscription": "33:31"}, None, "cabling"),
+    ({"gpus": 1024}, None, "no-switch-model"),
+    ({"gpus": 1024}, None, "no-sonic-platform"),
+])
+def test_each_code_is_raised_by_what_it_describes(spec, options, code):
+    assert code in codes(spec, options)
+
+
+def test_a_plain_catalogue_build_has_none_of_the_shape_warnings():
+    found = codes({"gpus": 1024, "switch": "eth-25t-64x400"})
+    assert not {"partial-scalable-unit", "oversubscription", "rings-cross-spine", "no-switch-model",
+                "no-sonic-platform", "uneven-ecmp", "placeholder-server-profile"} & set(found), found
+
+
+def test_no_configs_means_no_config_warnings():
+    assert "no-sonic-platform" not in codes({"gpus": 1024}, configs=False)
+    assert "infiniband-no-configs" not in codes({"gpus": 1024, "switch": "ndr-64x400"}, configs=False)
+
+
+def test_the_rack_warning_states_the_share():
+    fabric = build_fabric(load_spec({"gpus": 1024, "placement": "rack"}))
+    analysis = analyze(fabric, AnalysisOptions(sizes=(1 << 30,)))
+    (c,) = [c for c in caveats(fabric, analysis) if c.code == "rings-cross-spine"]
+    d = analysis.allreduce.details
+    assert f"{d['connections_leaving_leaf']:,} of the all-reduce's {d['connections']:,} connections" in c.message
+
+
+def test_nccl_element_warning_near_the_limit():
+    from topo.caveats import NCCL_ELEMENTS_WARN
+    from topo.outputs.caveats import _server
+    from topo.outputs.nccl import detected_elements, topology_element
+    from topo.servers import generic_profile, server_profiles
+    seen = set()
+    for profile in [*server_profiles().values(), generic_profile(8, 8, 400), generic_profile(8, 4, 400)]:
+        elements = sum(1 for _ in topology_element(profile).iter()) + sum(detected_elements(profile))
+        raised = "nccl-xml-elements" in [c.code for c in _server(profile)]
+        assert raised == (elements > NCCL_ELEMENTS_WARN), profile.name
+        seen.add(raised)
+    assert seen == {True, False}  # 195 elements for a generic 8-GPU, 8-NIC server; 59 for the HGX H100
+
+
+def test_codes_are_known_and_ordered():
+    with pytest.raises(AssertionError):
+        Caveat("not-a-code", "x")
+    found = caveats(build_fabric(load_spec({"gpus": 200})))
+    order = list(CODES)
+    assert [order.index(c.code) for c in found] == sorted(order.index(c.code) for c in found)
+
+
+def _build(tmp_path, *args):
+    out = tmp_path / "design"
+    result = CliRunner().invoke(main, ["build", "--gpus", "200", "-o", str(out), *args], prog_name="topo")
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
+def test_warnings_reach_stderr_even_with_quiet_and_every_file(tmp_path):
+    out, result = _build(tmp_path, "-q")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("warning[")]
+    assert lines and lines[0].startswith("warning[partial-scalable-unit]: the last scalable unit has 25 of 32 nodes")
+    summary = json.loads((out / "summary.json").read_text())
+    assert [w["code"] for w in summary["warnings"]] == [line.split("]")[0][len("warning["):] for line in lines]
+    readme = (out / "README.md").read_text()
+    assert "## Warnings" in readme and "- **partial-scalable-unit**: the last scalable unit has 25" in readme
+
+
+def test_no_warnings_silences_stderr_only(tmp_path):
+    out, result = _build(tmp_path, "-q", "--no-warnings")
+    assert result.stderr == ""
+    assert json.loads((out / "summary.json").read_text())["warnings"]
+
+
+def test_format_json_carries_the_warnings(tmp_path):
+    out, result = _build(tmp_path, "-q", "--no-warnings", "--format", "json")
+    data = json.loads(result.stdout)
+    assert data["warnings"] == json.loads((out / "summary.json").read_text())["warnings"]

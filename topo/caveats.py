@@ -1,0 +1,64 @@
+"""Warnings as data: every caveat topo knows about a design, each with a stable code.
+
+A caveat is something a design review must not miss: a figure that rests on an assumption, a
+shape that is not symmetric, an output that is not what the real system will see. :func:`topo.outputs.caveats.caveats`
+(``topo.outputs.caveats``) collects them from the build's parts; ``topo build`` prints them on stderr (``warning[CODE]: ...``,
+even with ``-q``, unless ``--no-warnings``) and writes them into ``summary.json``, its
+``--format json`` output and the folder's README. docs/warnings.md lists every code.
+
+Examples
+--------
+>>> Caveat("oversubscription", "leaf downlink:uplink is 3:1").line()
+'warning[oversubscription]: leaf downlink:uplink is 3:1'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Every code, with what it means (docs/warnings.md says more). Order is the order of the output.
+CODES: dict[str, str] = {
+    "fabric-cut": "some GPU pairs on different nodes have no route",
+    "allreduce-unroutable": "some all-reduce connections have no route",
+    "job-stops": "a NIC link is down: the running job stops, its figures are for the restart",
+    "bisection-differs": "max-flow and the analytic bisection disagree, or links are down",
+    "nvlink-only": "the job fits in one node: no traffic on the fabric",
+    "partial-scalable-unit": "the last scalable unit (or rack) is not full",
+    "oversubscription": "a tier has less bandwidth up than down",
+    "uneven-ecmp": "switch pairs have different numbers of equal-cost paths",
+    "hash-polarization": "ECMP hashing puts connections on the same uplinks",
+    "rings-cross-spine": "much of the all-reduce leaves its leaf",
+    "placeholder-server-profile": "the NCCL topology files describe a generic server",
+    "assumed-node-model": "the all-reduce model assumes parts of the server",
+    "nccl-xml-elements": "the NCCL topology file is near NCCL's element limit",
+    "infiniband-no-configs": "an InfiniBand switch model gets no switch configs",
+    "no-switch-model": "no switch model: power and buffers are not a real switch's",
+    "no-sonic-platform": "the SONiC configs name no platform or HwSKU",
+    "cabling": "the cabling plan could not meet a rule",
+}
+
+#: Share of the all-reduce's connections leaving their leaf above which ``rings-cross-spine`` is raised.
+CROSS_SPINE_SHARE = 0.25
+#: NCCL topology elements (of 255) above which ``nccl-xml-elements`` is raised.
+NCCL_ELEMENTS_WARN = 192
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """One warning: a stable ``code`` (a key of :data:`CODES`) and a sentence with the figures."""
+
+    code: str
+    message: str
+
+    def __post_init__(self) -> None:
+        assert self.code in CODES, self.code
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+    def line(self) -> str:
+        """How stderr shows it: ``warning[code]: message``."""
+        return f"warning[{self.code}]: {self.message}"
+
+
+__all__ = ["CODES", "CROSS_SPINE_SHARE", "NCCL_ELEMENTS_WARN", "Caveat"]

@@ -1,0 +1,133 @@
+"""Collects the warnings of a build (:mod:`topo.caveats` defines them) from its parts.
+
+Examples
+--------
+>>> from topo import build_fabric, load_spec
+>>> [c.code for c in caveats(build_fabric(load_spec({"gpus": 200})))]
+['partial-scalable-unit', 'no-switch-model', 'no-sonic-platform']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ..caveats import CODES, CROSS_SPINE_SHARE, NCCL_ELEMENTS_WARN, Caveat
+from ..fabric import ROLES, Fabric, is_ethernet
+from .nccl import detected_elements, topology_element
+from .nccl_xml import TOPO_XML_MAX_NODES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis.analyze import Analysis
+    from ..servers import ServerProfile
+    from .cabling import Cabling
+
+
+def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cabling | None" = None,
+            server: "ServerProfile | None" = None, configs: bool = True) -> list[Caveat]:
+    """Every caveat of a design, in the order of :data:`CODES` (the same input, the same list)."""
+    found: list[Caveat] = []
+    if analysis is not None:
+        found += analysis.caveats()
+    found += _shape(fabric)
+    if analysis is not None:
+        found += _traffic(analysis)
+    if server is not None:
+        found += _server(server)
+    found += _outputs(fabric, configs)
+    if cabling is not None:  # its "switch power unknown" is no-switch-model's
+        found += [Caveat("cabling", w) for w in cabling.warnings if not w.startswith("switch power unknown")]
+    order = {code: i for i, code in enumerate(CODES)}
+    return sorted(found, key=lambda c: order[c.code])
+
+
+def _shape(fabric: Fabric) -> Iterable[Caveat]:
+    spec, plan = fabric.spec, fabric.plan
+    full = plan.sus * plan.su_nodes
+    if plan.nodes < full and plan.sus >= 1:
+        last = plan.nodes - (plan.sus - 1) * plan.su_nodes
+        unit = "scalable unit" if plan.placement == "rail" else "rack"
+        yield Caveat("partial-scalable-unit",
+                     f"the last {unit} has {last} of {plan.su_nodes} nodes: its leaves have free ports "
+                     f"and the fabric is not symmetric (the bisection and ECMP figures are measured, "
+                     f"not the full design's)")
+    ratios = [(ROLES[1], spec.oversubscription)]
+    if plan.tiers == 3:
+        ratios.append((ROLES[2], spec.spine_oversubscription))
+    for role, ratio in ratios:
+        if ratio > 1:
+            text = f"{ratio.numerator}:{ratio.denominator}"
+            yield Caveat("oversubscription",
+                         f"{role} downlink:uplink is {text}: traffic that leaves a {role} under full load "
+                         f"gets at most {ratio.denominator}/{ratio.numerator} of its NIC bandwidth")
+
+
+def _traffic(analysis: "Analysis") -> Iterable[Caveat]:
+    ecmp = analysis.ecmp.to_dict()
+    for scope in ("same_pod", "cross_pod"):
+        width = ecmp.get(scope)
+        if not width:
+            continue
+        where = "in a pod" if scope == "same_pod" else "across pods"
+        for kind, paths in (("switch", width["switch_paths"]), ("link", width["link_paths"])):
+            if paths["min"] != paths["max"]:
+                yield Caveat("uneven-ecmp",
+                             f"leaf pairs {where} have {paths['min']:,} to {paths['max']:,} equal-cost {kind} "
+                             f"paths (mean {paths['mean']:,.3f}): hashing loads the links unevenly")
+                break
+    d = analysis.allreduce.details
+    if d.get("hash_polarized"):
+        yield Caveat("hash-polarization",
+                     "the all-reduce figures model ECMP polarization (hash_polarized): successive tiers "
+                     "hash connections alike, so they crowd the same uplinks")
+    connections, leaving = d.get("connections") or 0, d.get("connections_leaving_leaf") or 0
+    if connections and not d["nvlink_only"] and leaving / connections > CROSS_SPINE_SHARE:
+        yield Caveat("rings-cross-spine",
+                     f"{leaving:,} of the all-reduce's {connections:,} connections ({100 * leaving / connections:.0f} %) "
+                     f"leave their leaf: its busbw depends on the spines and on ECMP hashing "
+                     f"(rail-optimized placement keeps same-rank traffic on one leaf)")
+    node = d.get("node") or {}
+    assumed = node.get("assumed") if isinstance(node, dict) else None
+    if assumed:
+        yield Caveat("assumed-node-model",
+                     f"the server profile does not give {', '.join(assumed)}: the all-reduce model takes "
+                     f"its GPU generation's defaults (an H100 HGX's for a generic profile); describe the "
+                     f"server with --server FILE")
+
+
+def _server(server: "ServerProfile") -> Iterable[Caveat]:
+    if server.generic:
+        yield Caveat("placeholder-server-profile",
+                     f"no shipped server profile has {server.gpu_count} GPUs and {server.nic_count} NICs: "
+                     f"nccl/ holds a generic profile whose bus ids are placeholders (describe your "
+                     f"server with --server FILE)")
+    elements = sum(1 for _ in topology_element(server).iter()) + sum(detected_elements(server))
+    if elements > NCCL_ELEMENTS_WARN:
+        yield Caveat("nccl-xml-elements",
+                     f"NCCL may hold {elements} elements for the server's topology file, of the "
+                     f"{TOPO_XML_MAX_NODES - 1} its parser takes: a larger server needs each GPU's sm "
+                     f"and NVLink count in its profile (docs/nccl.md)")
+
+
+def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
+    spec = fabric.spec
+    if not is_ethernet(fabric):
+        if configs:
+            yield Caveat("infiniband-no-configs",
+                         f"switch={spec.switch} is an InfiniBand model: no switch configs are written "
+                         f"(the subnet manager configures the fabric)")
+        return
+    if spec.switch is None:
+        yield Caveat("no-switch-model",
+                     f"no switch model: radix {spec.radix} x {spec.port_gbps}G is generic, so power is not "
+                     f"totalled and the switch buffers are an assumed size (name one with --switch; "
+                     f"topo switches lists them)")
+    if configs and spec.platform is None:
+        yield Caveat("no-sonic-platform",
+                     "config_db.json names no SONiC platform or HwSKU and numbers lanes generically: "
+                     "merge it into the switch's own configuration (config load), never config reload "
+                     "(docs/configs.md); --switch or --platform gives a real SKU")
+
+
+def caveat_dicts(found: Iterable[Caveat]) -> list[dict[str, Any]]:
+    return [c.to_dict() for c in found]
+
