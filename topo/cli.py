@@ -36,7 +36,7 @@ from .analysis.analyze import (DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET,
 from .analysis.collective import ALGORITHMS, PROTOCOL_CHOICES
 from .analysis.routing import HASH_FIELDS
 from .outputs.build import build_files, template_sources
-from .outputs.cabling import plan_cabling
+from .outputs.cabling import cabling_line, plan_cabling
 from .outputs.summary import Summary, summarize
 from .outputs.templating import format_size
 from .outputs.check import check_folder, design_problems
@@ -413,16 +413,6 @@ def headline(analysis: Analysis) -> dict[str, Any]:
     }
 
 
-def cabling_line(cabling: Any) -> str:
-    """Cables, transceivers and power in one line."""
-    d = cabling.to_dict()
-    media = ", ".join(f"{count:,} {medium}" for medium, count in d["links_by_medium"].items())
-    power = d["power_w"]["total"]
-    watts = f"network power {power:,.0f} W" if power is not None else "power unknown (no switch model)"
-    return (f"cabling: {d['cables']['total']:,} cables ({media}); {d['transceivers']['total']:,} "
-            f"transceivers; {watts}")
-
-
 def headline_lines(analysis: Analysis) -> list[str]:
     h = headline(analysis)
     o = analysis.options
@@ -686,14 +676,14 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
         with folder:
             with progress.stage(f"building {spec.gpus:,} GPUs"):
                 fabric = build_fabric(spec)
-            summary = summarize(fabric)
+            cabling = plan_cabling(fabric)
+            summary = summarize(fabric, cabling)
             analysis = None
             if not no_analysis:
                 with progress.stage("analysing"):
                     analysis = analyze(fabric, node=server.node_model())
             configs = not no_configs and is_ethernet(fabric)
             switches = len(fabric.names) - fabric.plan.nodes
-            cabling = plan_cabling(fabric)
             warnings = caveats(fabric, analysis, cabling, server, configs=not no_configs)
             files = build_files(
                 fabric, summary, analysis, templates, configs, base_dir, cabling, server,

@@ -19,7 +19,7 @@ from ..caveats import Caveat
 from .caveats import caveats
 from ..fabric import ROLES, Fabric, is_ethernet
 from ..servers import resolve_server
-from .cabling import cabling_files, plan_cabling
+from .cabling import cabling_files, cabling_line, plan_cabling
 from .configs import CONFIG_OUTPUTS, config_files
 from .design import core_files, spec_and_inputs
 from .exports import EXPORT_OUTPUTS, FULL_DOT_MAX_LINKS, export_files
@@ -93,6 +93,7 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
         "configs": configs and is_ethernet(fabric),
         "switch_count": len(fabric.names) - fabric.plan.nodes,
         "cabling": cabling.to_dict() if cabling is not None else None,
+        "cabling_line": cabling_line(cabling).removeprefix("cabling: ") if cabling is not None else None,
         "server": server.name if server is not None else None,
         "full_dot": len(fabric.links) <= FULL_DOT_MAX_LINKS,
         "warnings": [w.to_dict() for w in warnings or ()],

@@ -544,7 +544,9 @@ def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.nd
                  part_names: list[str], catalog: MediaCatalog,
                  ends: _Ends) -> tuple[list[BomLine], np.ndarray, float, float]:
     """(cable lines by tier, part and ordered length; the ordered length of every row; the power of
-    copper cable ends at switches and at servers)."""
+    copper cable ends at switches and at servers). A line's ``power_w`` leaves out the switch ends
+    when the switch figures include them (``switch_power_includes_optics``), so that the BOM's
+    power column sums to the total once; ``unit_power_w`` stays the cable's own."""
     media, nl, length, first = catalog.media, rows.nl, rows.length, cables.first
     cable_length = np.where(copper, _stock(length, catalog.stock_lengths_m[COPPER], catalog.step_m),
                             _stock(length, catalog.stock_lengths_m[OPTICAL], catalog.step_m))
@@ -554,6 +556,9 @@ def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.nd
     nic_end_w = np.where(power_nic >= 0, power_nic, power_sw)
     cable_power = np.where(nl, power_sw[medium] + cables.legs * nic_end_w[medium], 2 * power_sw[medium])
     cable_power = np.where(copper, cable_power, 0.0)
+    switch_share = np.where(nl, 1, 2) * power_sw[medium]
+    counted_power = np.where(copper, cable_power - switch_share, 0.0) if catalog.switch_power_includes_optics \
+        else cable_power
     pieces = cables.pieces[first]
     stock_values, stock_of_cable = _index(cable_length[first])
     key = (rows.kind[first] * len(part_names) + part[first]) * len(stock_values) + stock_of_cable
@@ -561,14 +566,16 @@ def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.nd
     quantity = np.bincount(inverse, weights=pieces).astype(np.int64)
     unit_cable_w = np.zeros(len(keys))
     unit_cable_w[inverse] = cable_power[first] / np.maximum(pieces, 1)
+    unit_counted_w = np.zeros(len(keys))
+    unit_counted_w[inverse] = counted_power[first] / np.maximum(pieces, 1)
     lines = []
     for j, k in enumerate(keys.tolist()):
         s = k % len(stock_values)
         p = (k // len(stock_values)) % len(part_names)
         t = k // len(stock_values) // len(part_names)
-        w = float(unit_cable_w[j])
+        w, counted = float(unit_cable_w[j]), float(unit_counted_w[j])
         lines.append(BomLine("cable", part_names[p], LINK_KINDS[t], "", float(stock_values[s]), int(quantity[j]),
-                             round(w, 3) if w else 0.0, round(w * int(quantity[j]), 3)))
+                             round(w, 3) if w else 0.0, round(counted * int(quantity[j]), 3)))
     ends_switch = ends_server = 0.0
     copper_first = first[copper[first]]
     if copper_first.size:
@@ -579,10 +586,12 @@ def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.nd
 
 
 def _transceiver_lines(rows: _Rows, medium: np.ndarray, optical: np.ndarray, switch_modules: np.ndarray,
-                       modules: _Modules, media: tuple[Medium, ...],
-                       ends: _Ends) -> tuple[list[BomLine], float, float]:
+                       modules: _Modules, media: tuple[Medium, ...], ends: _Ends,
+                       in_switch_power: bool = False) -> tuple[list[BomLine], float, float]:
     """(transceiver lines: per tier, the switch-end modules, then the NIC-end ones; the power of
-    the switch-end and of the server-end modules)."""
+    the switch-end and of the server-end modules). With ``in_switch_power`` (the switch figures
+    include their optics) a switch-end line's ``power_w`` is 0, its watts being in the switch
+    line's; ``unit_power_w`` stays the module's."""
     lines = []
     switch_w = server_w = 0.0
     nic_counts = np.bincount(medium[optical & rows.nl], minlength=len(media))
@@ -593,7 +602,7 @@ def _transceiver_lines(rows: _Rows, medium: np.ndarray, optical: np.ndarray, swi
                 w = ends.at_switch[m.key].power_w
                 switch_w += w * c
                 lines.append(BomLine("transceiver", modules.names[modules.switch[m_i]], LINK_KINDS[t], "switch",
-                                     None, c, w, round(w * c, 3)))
+                                     None, c, w, 0.0 if in_switch_power else round(w * c, 3)))
         for m_i, m in enumerate(media):
             c = int(nic_counts[m_i]) if t == 0 else 0
             if c:
@@ -673,7 +682,7 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
     cable_lines, cable_length, copper_switch_w, copper_server_w = _cable_lines(
         rows, cables, medium, copper, part, part_names, catalog, ends)
     optics_lines, optics_switch_w, optics_server_w = _transceiver_lines(
-        rows, medium, optical, switch_modules, modules, media, ends)
+        rows, medium, optical, switch_modules, modules, media, ends, catalog.switch_power_includes_optics)
     bom += cable_lines + optics_lines
 
     switch_end = optics_switch_w + copper_switch_w
@@ -772,6 +781,32 @@ def bom_csv(cabling: Cabling) -> str:
             line.quantity, "" if line.unit_power_w is None else _number(line.unit_power_w),
             "" if line.power_w is None else _number(line.power_w)])
     return out.getvalue()
+
+
+def cabling_line(cabling: "Cabling") -> str:
+    """Cables, links, transceivers and power in one line, in the words of every other output:
+    cables (labelled assemblies, as cabling.csv numbers them), pieces (what bom.csv orders), links
+    by medium, and power with the optics stated apart (docs/cabling.md)."""
+    d = cabling.to_dict()
+    media = ", ".join(f"{count:,} {medium}" for medium, count in d["links_by_medium"].items())
+    cables = f"{d['cables']['total']:,} cables"
+    if d["cables"]["pieces"] != d["cables"]["total"]:
+        cables += f" ({d['cables']['pieces']:,} pieces)"
+    return (f"cabling: {cables} for {d['links']:,} links ({media}); {d['transceivers']['total']:,} "
+            f"transceivers; {power_text(d['power_w'])}")
+
+
+def power_text(power: dict[str, Any]) -> str:
+    """``network power 90,752 W (switches 82,560 W with 23,040 W of their optics; NIC optics
+    8,192 W)``: the total, and the optics apart, each counted once."""
+    nic = f"NIC optics {power['server_end']:,.0f} W"
+    if power["total"] is None:
+        return f"power unknown (no switch model; switch optics {power['switch_end']:,.0f} W, {nic})"
+    if power["switch_power_includes_optics"]:
+        switches = f"switches {power['switches']:,.0f} W with {power['switch_end']:,.0f} W of their optics"
+    else:
+        switches = f"switches {power['switches']:,.0f} W, switch optics {power['switch_end']:,.0f} W"
+    return f"network power {power['total']:,.0f} W ({switches}; {nic})"
 
 
 def cabling_files(fabric: Fabric, cabling: Cabling | None = None) -> dict[str, str]:

@@ -1,17 +1,22 @@
 """The build summary: counts per tier that a network architect checks first.
 
-Computed from the fabric's arrays (bincount over link ends), so it costs milliseconds at any size.
+Computed from the fabric's arrays (bincount over link ends); the cable counts are the cabling
+plan's (:func:`topo.outputs.cabling.plan_cabling`), so the tier table, the cabling line,
+``bom.csv`` and ``summary.json`` print the same numbers (docs/cabling.md, "Counting").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..fabric import LINK_KINDS, ROLES, Fabric
 from ..spec import format_ratio
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cabling import Cabling
 
 SWITCH_TIERS = ROLES[1:]
 
@@ -26,7 +31,8 @@ class TierSummary:
     ports_free: int
     max_ports_used: int  #: most ports used on one switch of the tier (never above the radix)
     links_below: int  #: links from the tier below into this tier
-    cables_below: int  #: cables for those links (a breakout cable serves several NIC links)
+    cables_below: int  #: cables for those links: the cabling plan's (a splitter serves several NIC links)
+    pieces_below: int  #: cable pieces to order for them (a two-fibre run of 2 x SR4 optics is 2)
     oversubscription: str | None  #: downlink:uplink bandwidth, None for the top tier
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,6 +75,10 @@ class Summary:
     def cables(self) -> int:
         return sum(row.cables_below for row in self.tier_rows)
 
+    @property
+    def pieces(self) -> int:
+        return sum(row.pieces_below for row in self.tier_rows)
+
     def to_dict(self) -> dict[str, Any]:
         """Machine-readable summary; the keys are a stable interface for scripts."""
         return {
@@ -87,6 +97,7 @@ class Summary:
             "switches": {**self.switches, "total": sum(self.switches.values())},
             "links": {**self.links, "total": sum(self.links.values())},
             "cables": self.cables,
+            "cable_pieces": self.pieces,
             "parallel_links": {"leaf-spine": self.leaf_spine_parallel, "spine-core": self.spine_core_parallel},
             "oversubscription": {row.role: row.oversubscription for row in self.tier_rows},
             "per_tier": {row.role: row.to_dict() for row in self.tier_rows},
@@ -105,8 +116,8 @@ def ports_used(fabric: Fabric) -> np.ndarray:
     return lo + hi
 
 
-def summarize(fabric: Fabric) -> Summary:
-    """Summarise a fabric per tier.
+def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
+    """Summarise a fabric per tier; ``cabling`` is its plan (made here when not given).
 
     Examples
     --------
@@ -118,7 +129,10 @@ def summarize(fabric: Fabric) -> Summary:
     spec, plan = fabric.spec, fabric.plan
     used = ports_used(fabric)
     kinds = np.bincount(fabric.links.kind, minlength=3)
-    cables_below = np.bincount(fabric.links.kind[fabric.links.lane == 1], minlength=3)
+    if cabling is None:
+        from .cabling import plan_cabling
+        cabling = plan_cabling(fabric)
+    per_tier = {t.tier: t for t in cabling.tiers}
     ratios = [spec.oversubscription, spec.spine_oversubscription if plan.tiers == 3 else None, None]
     rows = []
     for tier in range(1, plan.tiers + 1):
@@ -134,7 +148,8 @@ def summarize(fabric: Fabric) -> Summary:
                 ports_free=count * spec.radix - int(tier_used.sum()),
                 max_ports_used=int(tier_used.max()),
                 links_below=int(kinds[tier - 1]),
-                cables_below=int(cables_below[tier - 1]),
+                cables_below=per_tier[LINK_KINDS[tier - 1]].cables if LINK_KINDS[tier - 1] in per_tier else 0,
+                pieces_below=per_tier[LINK_KINDS[tier - 1]].pieces if LINK_KINDS[tier - 1] in per_tier else 0,
                 oversubscription=None if ratio is None else _ratio_text(ratio),
             )
         )
