@@ -103,3 +103,18 @@ def test_breakout_builds_count_physical_cables(args, node_leaf, leaf_spine):
         fields["nic_gbps"] = int(fields["nic_gbps"])
     tiers = {t.tier: (t.links, t.cables, t.pieces) for t in plan_cabling(build_fabric(load_spec(fields))).tiers}
     assert tiers["node-leaf"] == node_leaf and tiers["leaf-spine"] == leaf_spine
+
+
+def test_switch_watts_gives_a_custom_switch_its_power():
+    from topo import SpecError, build_fabric, load_spec
+    from topo.outputs.cabling import plan_cabling
+    fabric = build_fabric(load_spec({"gpus": 1024, "switch_watts": 1500}))
+    power = plan_cabling(fabric).to_dict()["power_w"]
+    assert power["switches"] == 48 * 1500 and power["total"] == 48 * 1500 + power["server_end"]
+    generic = plan_cabling(build_fabric(load_spec({"gpus": 1024}))).to_dict()["power_w"]
+    assert generic["total"] is None and generic["switch_end"] == power["switch_end"]
+    with pytest.raises(SpecError, match=r"switch_watts=1500 is for a switch without a model, but "
+                                        r"switch=eth-25t-64x400 has its own power \(1,500 W\)"):
+        load_spec({"gpus": 1024, "switch": "eth-25t-64x400", "switch_watts": 1500})
+    with pytest.raises(SpecError, match=r"switch_watts: must be more than 0 and at most 100,000 W, got -5"):
+        load_spec({"gpus": 1024, "switch_watts": -5})

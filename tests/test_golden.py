@@ -34,7 +34,7 @@ BULK = {"design.json", "graph/fabric.graphml", "graph/fabric.dot", "cabling.csv"
 
 def rendered(example):
     """The example's build folder, keeping the configs of the first leaf, spine and core only."""
-    fabric = build_fabric(load_spec(read_spec_file(example)))
+    fabric = build_fabric(load_spec(read_spec_file(example), base_dir=example.parent))
     files = render_build(fabric, summarize(fabric), analyze(fabric))
     if len(fabric.links) > FULL_GOLDEN_MAX_LINKS:
         for rel in [rel for rel in files if rel in BULK or rel.endswith(".clab.yml")]:
@@ -69,5 +69,5 @@ def test_same_spec_gives_byte_identical_output():
 
 
 def _built(example):
-    fabric = build_fabric(load_spec(read_spec_file(example)))
+    fabric = build_fabric(load_spec(read_spec_file(example), base_dir=example.parent))
     return render_build(fabric, summarize(fabric), analyze(fabric))

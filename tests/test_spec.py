@@ -20,7 +20,7 @@ def test_defaults_reproduce_the_reference_design():
         "switch": None, "radix": 64, "port_gbps": 400, "tiers": "auto", "oversubscription": 1,
         "spine_oversubscription": 1, "placement": "rail", "spines": None,
         "loopback_pool": "10.255.0.0/16", "p2p_pool": "10.64.0.0/11", "host_pool": "10.128.0.0/11",
-        "asn_size": "auto", "unnumbered": False, "bfd": False, "qos": "nvidia", "mtu": 9100, "frr_version": "10.5.4", "routing_mode": "split-unified", "platform": None,
+        "asn_size": "auto", "unnumbered": False, "bfd": False, "qos": "nvidia", "mtu": 9100, "frr_version": "10.5.4", "routing_mode": "split-unified", "platform": None, "switch_watts": None, "prices": None,
         "cable_node_leaf_m": None, "cable_leaf_spine_m": 50, "cable_spine_core_m": 100,
         "hostnames": None, "server": None,
     }
@@ -86,7 +86,7 @@ def test_nic_speed_must_divide_port_speed():
 def test_examples_are_valid_specs(path):
     data = read_spec_file(path)
     assert set(data) <= set(FIELDS)
-    load_spec(data)
+    load_spec(data, base_dir=path.parent)  # a relative path in it is read from its folder
 
 
 def test_empty_spec_file_asks_for_gpus(tmp_path):

@@ -35,6 +35,7 @@ CODES: dict[str, str] = {
     "no-switch-model": "no switch model: power and buffers are not a real switch's",
     "no-sonic-platform": "the SONiC configs name no platform or HwSKU",
     "cabling": "the cabling plan could not meet a rule",
+    "prices-incomplete": "the price list leaves items of the bill of materials unpriced",
 }
 
 #: Share of the all-reduce's connections leaving their leaf above which ``rings-cross-spine`` is raised.

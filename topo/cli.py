@@ -135,6 +135,8 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [400]."}),
     ("switch", "--switch", {"help": "Switch model from the catalogue (see 'topo switches'); sets radix and port speed."}),
     ("platform", "--platform", {"help": "SONiC SKU of the switch model (see 'topo switches') [the model's]."}),
+    ("switch_watts", "--switch-watts", {"type": click.FLOAT, "metavar": "W",
+                                        "help": "Power of one switch with its optics, for a switch without a catalogue model [unknown]."}),
     ("radix", "--radix", {"type": click.INT, "help": "Ports per switch [64]."}),
     ("port_gbps", "--port-gbps", {"metavar": "GBPS", "help": "Switch port speed in Gb/s: 400, 800G or 1.6T [400]."}),
     ("tiers", "--tiers", {"type": click.Choice(["auto", "2", "3"]), "help": "Switch tiers [auto: fewest that fit]."}),
@@ -158,6 +160,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": click.FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
     ("cable_spine_core_m", "--cable-spine-core-m", {"type": click.FLOAT, "help": "Spine-to-core cable length [100 m]."}),
     ("server", "--server", {"metavar": "PROFILE|YAML", "help": "Server profile for NCCL topology files: a name from 'topo servers' or a YAML file [one matching GPUs and NICs per node]."}),
+    ("prices", "--prices", {"metavar": "YAML", "help": "Price list for the bill of materials' cost (examples/prices/) [none]."}),
     ("hostnames", "--hostnames", {"metavar": "PATTERN|CSV", "help": "Server host names: a pattern such as 'gpu{number:04d}' ({node} from 0, {number} from 1, {name}) or a CSV file node,hostname [NAME-node0000]."}),
 ]
 
@@ -165,7 +168,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 #: Spec fields that only the build's files use (addresses, BGP, QoS, cables, names): the analysis
 #: accepts them, from a spec file or a flag, but its --help does not list them. (The server profile
 #: is listed: the all-reduce model takes the node's NVLink, NVSwitch and PCIe from it.)
-BUILD_ONLY_FIELDS = ("loopback_pool", "p2p_pool", "host_pool", "asn_size", "unnumbered", "bfd", "qos", "mtu", "frr_version", "routing_mode",
+BUILD_ONLY_FIELDS = ("switch_watts", "prices", "loopback_pool", "p2p_pool", "host_pool", "asn_size", "unnumbered", "bfd", "qos", "mtu", "frr_version", "routing_mode",
                      "cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m", "hostnames")
 
 

@@ -30,6 +30,8 @@ TIERS = ("auto", 2, 3)
 PLACEMENTS = ("rail", "rack")
 #: The FRR release a current SONiC ships (sonic-buildimage rules/frr.mk), written as ``frr version``.
 DEFAULT_FRR_VERSION = "10.5.4"
+#: The most watts topo takes for one switch (a large chassis is a few kW).
+MAX_SWITCH_WATTS = 100_000
 _FRR_VERSION_RE = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}")
 
 #: Values of ``qos``: lossless RoCE profiles (see docs/configs.md).
@@ -79,6 +81,7 @@ class FabricSpec:
     nic_gbps: int = 400
     switch: str | None = None
     platform: str | None = None
+    switch_watts: float | None = None
     radix: int = 64
     port_gbps: int = 400
     tiers: str | int = "auto"
@@ -101,8 +104,11 @@ class FabricSpec:
     cable_spine_core_m: float = 100.0
     hostnames: str | None = None
     server: str | None = None
+    prices: str | None = None
     #: host names read from a ``hostnames`` CSV file, by node index (None for a pattern)
     hostname_table: tuple[str, ...] | None = field(default=None, repr=False)
+    #: the price list ``prices`` names, read and checked (None without one)
+    price_table: "PriceTable | None" = field(default=None, repr=False)
 
     @property
     def nodes(self) -> int:
@@ -114,9 +120,11 @@ class FabricSpec:
         out = asdict(self)
         out["oversubscription"] = format_ratio(self.oversubscription)
         out["spine_oversubscription"] = format_ratio(self.spine_oversubscription)
-        del out["hostname_table"]
+        del out["hostname_table"], out["price_table"]
         if self.hostname_table is not None:
             out["hostnames"] = HOSTNAMES_CSV  # written beside spec.yaml in a build folder
+        if self.price_table is not None:
+            out["prices"] = PRICES_YAML  # likewise
         for key in ("cable_node_leaf_m", "cable_leaf_spine_m", "cable_spine_core_m"):
             value = out[key]
             if isinstance(value, float) and value.is_integer():
@@ -134,9 +142,76 @@ class FabricSpec:
 
 
 #: Field names, in the order they are documented and written.
-FIELDS = tuple(f.name for f in fields(FabricSpec) if f.name != "hostname_table")
+FIELDS = tuple(f.name for f in fields(FabricSpec) if f.name not in ("hostname_table", "price_table"))
 #: File name of a host-name table in a build folder.
 HOSTNAMES_CSV = "hostnames.csv"
+#: The price list's copy in a build folder (spec.yaml names it).
+PRICES_YAML = "prices.yaml"
+#: The sections of a price list: what the bill of materials calls each category.
+PRICE_SECTIONS = {"switches": "switch", "cables": "cable", "transceivers": "transceiver"}
+MAX_PRICE = 10_000_000
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """A price list: per unit, by BOM category and item (``examples/prices/``, docs/cabling.md)."""
+
+    currency: str
+    note: str
+    prices: tuple[tuple[str, str, float], ...]  #: (category, item, price per unit), sorted
+
+    def price(self, category: str, item: str) -> float | None:
+        for c, i, p in self.prices:
+            if c == category and i == item:
+                return p
+        return None
+
+    def to_yaml(self) -> str:
+        """The canonical copy a build folder holds (reads back to the same table)."""
+        data: dict[str, Any] = {"currency": self.currency}
+        if self.note:
+            data["note"] = self.note
+        for section, category in PRICE_SECTIONS.items():
+            items = {i: (int(p) if float(p).is_integer() else p) for c, i, p in self.prices if c == category}
+            if items:
+                data[section] = items
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def read_price_table(path: Path) -> PriceTable:
+    """Read and check a price list; ValueError naming the file, the entry and the value."""
+    try:
+        text = read_text(path, MAX_TABLE_BYTES)
+    except InputFileError as exc:
+        raise ValueError(str(exc)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: malformed YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping with currency and switches, cables, transceivers")
+    unknown = sorted(set(map(str, data)) - {"currency", "note", *PRICE_SECTIONS})
+    if unknown:
+        raise ValueError(f"{path}: unknown key {quote(unknown[0])} (keys: currency, note, {', '.join(PRICE_SECTIONS)})")
+    currency = data.get("currency", "USD")
+    if not isinstance(currency, str) or not re.fullmatch(r"[A-Za-z$€£¥]{1,8}", currency):
+        raise ValueError(f"{path}: currency: expected a short name such as USD, got {quote(currency)}")
+    note = data.get("note", "")
+    if not isinstance(note, str) or len(note) > 500:
+        raise ValueError(f"{path}: note: expected a line of text, got {quote(note)}")
+    prices = []
+    for section, category in PRICE_SECTIONS.items():
+        entries = data.get(section) or {}
+        if not isinstance(entries, dict):
+            raise ValueError(f"{path}: {section}: expected a mapping of item to price per unit")
+        for item, value in entries.items():
+            if not isinstance(item, str) or not item.strip() or len(item) > 200:
+                raise ValueError(f"{path}: {section}: expected an item name, got {quote(item)}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_PRICE:
+                raise ValueError(f"{path}: {section}: {item}: expected a price from 0 to {MAX_PRICE:,}, "
+                                 f"got {quote(value)}")
+            prices.append((category, item, float(value)))
+    return PriceTable(currency=currency, note=note, prices=tuple(sorted(prices)))
 #: Fields a host-name pattern may use.
 HOSTNAME_FIELDS = ("node", "number", "name")
 _HOSTNAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
@@ -369,6 +444,16 @@ def _optional_metres(value: Any) -> float | None:
     return None if value is None else _metres(value)
 
 
+def _switch_watts(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected the watts of one switch, got {quote(value)}")
+    if not 0 < value <= MAX_SWITCH_WATTS:
+        raise ValueError(f"must be more than 0 and at most {MAX_SWITCH_WATTS:,} W, got {value:g}")
+    return float(value)
+
+
 _READERS: dict[str, Callable[[Any], Any]] = {
     "name": _name,
     "gpus": _gpus,
@@ -377,6 +462,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "nic_gbps": _gbps,
     "switch": _switch,
     "platform": _platform,
+    "switch_watts": _switch_watts,
     "radix": _positive_int,
     "port_gbps": _gbps,
     "tiers": _tiers,
@@ -399,6 +485,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "cable_spine_core_m": _metres,
     "hostnames": lambda value: None if value is None else _text(value),
     "server": lambda value: None if value is None else _profile(value),
+    "prices": lambda value: None if value is None else _text(value),
 }
 assert set(_READERS) == set(FIELDS)
 
@@ -669,9 +756,22 @@ def load_spec(
     _check_relations(values, problems)
     if not problems:
         _resolve_hostnames(values, overrides or {}, base_dir, problems)
+        _resolve_prices(values, overrides or {}, base_dir, problems)
     if problems:
         raise SpecError(problems)
     return FabricSpec(**values)
+
+
+def _resolve_prices(values: dict[str, Any], overrides: Mapping[str, Any],
+                    base_dir: str | Path | None, problems: list[str]) -> None:
+    """Read the price list ``prices`` names (relative to the spec file when the spec names it)."""
+    given = values.get("prices")
+    if given is None:
+        return
+    try:
+        values["price_table"] = read_price_table(hostnames_file(given, overrides.get("prices") is not None, base_dir))
+    except ValueError as exc:
+        problems.append(f"prices: {exc}")
 
 
 def _resolve_hostnames(values: dict[str, Any], overrides: Mapping[str, Any],
@@ -721,6 +821,10 @@ def _merge_switch_model(values: dict[str, Any], given: Mapping[str, Any], proble
             return
     if model_name is None:
         return
+    if values.get("switch_watts") is not None and "switch_watts" in given:
+        problems.append(f"switch_watts={values['switch_watts']:g} is for a switch without a model, but "
+                        f"switch={model_name} has its own power ({switch_catalog()[model_name].power_w:,} W); "
+                        f"give one or the other")
     model = switch_catalog()[model_name]
     if platform is None and model.platform is not None:
         values["platform"] = model.platform

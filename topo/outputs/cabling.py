@@ -44,6 +44,8 @@ CABLING_COLUMNS = (
 )
 #: Columns of bom.csv, in order.
 BOM_COLUMNS = ("category", "item", "tier", "end", "length_m", "quantity", "unit_power_w", "power_w")
+#: Columns bom.csv adds with a price list (``prices`` in the spec).
+PRICE_COLUMNS = ("unit_price", "price")
 #: Cable id prefix per link kind.
 CABLE_PREFIX = ("NL", "LS", "SC")
 
@@ -150,6 +152,9 @@ class Cabling:
     bom: tuple[BomLine, ...]
     power_w: dict[str, Any]
     warnings: tuple[str, ...]
+    #: with a price list: ``currency``, ``note``, ``total``, ``by_category``, ``unpriced`` (items
+    #: the list does not price) and ``lines`` (unit price and price of each BOM line); else None
+    cost: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return int(self.order.shape[0])
@@ -209,6 +214,7 @@ class Cabling:
                 "by_model": [line.to_dict() for line in switch_lines],
             },
             "power_w": dict(self.power_w),
+            **({"cost": {k: v for k, v in self.cost.items() if k != "lines"}} if self.cost is not None else {}),
             "warnings": list(self.warnings),
         }
 
@@ -527,10 +533,11 @@ def _mixed_cages(rows: _Rows, groups: _CageGroups, code: np.ndarray, media: int)
 
 
 def _switch_lines(fabric: Fabric) -> tuple[list[BomLine], float | None]:
-    """The switches of every tier, and their power (None without a switch model)."""
+    """The switches of every tier, and their power (the model's, or ``switch_watts`` for a switch
+    without one; None when neither gives it)."""
     spec = fabric.spec
     model = spec.switch
-    unit_w = switch_catalog()[model].power_w if model else None
+    unit_w = switch_catalog()[model].power_w if model else spec.switch_watts
     model_name = model or f"{spec.radix}x{speed_text(spec.port_gbps)} switch (no model named)"
     lines = []
     for t in range(1, fabric.plan.tiers + 1):
@@ -678,7 +685,7 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
             f"the same kind of run")
     bom, switches_w = _switch_lines(fabric)
     if switches_w is None:
-        warnings.append("switch power unknown: name a switch model (switch: ...) to total the power")
+        warnings.append("switch power unknown: name a switch model (switch: ...) or give switch_watts to total the power")
     cable_lines, cable_length, copper_switch_w, copper_server_w = _cable_lines(
         rows, cables, medium, copper, part, part_names, catalog, ends)
     optics_lines, optics_switch_w, optics_server_w = _transceiver_lines(
@@ -705,7 +712,31 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
         part=part.astype(np.int32), pieces=cables.pieces.astype(np.int32), a_module=a_module, b_module=b_module,
         media=tuple(m.key for m in media), parts=tuple(part_names), modules=tuple(modules.names),
         tiers=_tier_totals(fabric, rows, cables, medium, media, bom), bom=tuple(bom), power_w=power,
-        warnings=tuple(warnings))
+        warnings=tuple(warnings), cost=_cost(fabric, bom))
+
+
+def _cost(fabric: Fabric, bom: list[BomLine]) -> dict[str, Any] | None:
+    """The bill of materials priced with the spec's price list (None without one): a cable's
+    price is per piece, as ``bom.csv`` counts cables; an item the list does not price is named
+    in ``unpriced`` and left out of the totals."""
+    table = fabric.spec.price_table
+    if table is None:
+        return None
+    lines, by_category, unpriced = [], {"switch": 0.0, "cable": 0.0, "transceiver": 0.0}, []
+    for line in bom:
+        unit = table.price(line.category, line.item)
+        if unit is None:
+            if line.item not in unpriced:
+                unpriced.append(line.item)
+            lines.append((None, None))
+            continue
+        price = round(unit * line.quantity, 2)
+        by_category[line.category] += price
+        lines.append((unit, price))
+    return {"currency": table.currency, "note": table.note,
+            "total": round(sum(by_category.values()), 2),
+            "by_category": {k: round(v, 2) for k, v in by_category.items()},
+            "unpriced": unpriced, "lines": lines}
 
 
 # --- files ------------------------------------------------------------------------------------------
@@ -774,12 +805,16 @@ def bom_csv(cabling: Cabling) -> str:
     """``bom.csv``: switches, cables (by part, tier and ordered length) and transceivers."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(BOM_COLUMNS)
-    for line in cabling.bom:
-        writer.writerow([
-            line.category, line.item, line.tier, line.end, "" if line.length_m is None else _number(line.length_m),
-            line.quantity, "" if line.unit_power_w is None else _number(line.unit_power_w),
-            "" if line.power_w is None else _number(line.power_w)])
+    priced = cabling.cost is not None
+    writer.writerow(BOM_COLUMNS + (PRICE_COLUMNS if priced else ()))
+    for i, line in enumerate(cabling.bom):
+        row = [line.category, line.item, line.tier, line.end, "" if line.length_m is None else _number(line.length_m),
+               line.quantity, "" if line.unit_power_w is None else _number(line.unit_power_w),
+               "" if line.power_w is None else _number(line.power_w)]
+        if priced:
+            unit, price = cabling.cost["lines"][i]
+            row += ["" if unit is None else _number(unit), "" if price is None else _number(price)]
+        writer.writerow(row)
     return out.getvalue()
 
 
@@ -792,8 +827,15 @@ def cabling_line(cabling: "Cabling") -> str:
     cables = f"{d['cables']['total']:,} cables"
     if d["cables"]["pieces"] != d["cables"]["total"]:
         cables += f" ({d['cables']['pieces']:,} pieces)"
-    return (f"cabling: {cables} for {d['links']:,} links ({media}); {d['transceivers']['total']:,} "
+    line = (f"cabling: {cables} for {d['links']:,} links ({media}); {d['transceivers']['total']:,} "
             f"transceivers; {power_text(d['power_w'])}")
+    cost = d.get("cost")
+    if cost is not None:
+        missing = len(cost["unpriced"])
+        said = [cost["note"]] if cost["note"] else []
+        said += [f"{missing} item{'s' if missing != 1 else ''} unpriced"] if missing else []
+        line += f"; cost {cost['total']:,.0f} {cost['currency']}" + (f" ({'; '.join(said)})" if said else "")
+    return line
 
 
 def power_text(power: dict[str, Any]) -> str:
@@ -801,7 +843,7 @@ def power_text(power: dict[str, Any]) -> str:
     8,192 W)``: the total, and the optics apart, each counted once."""
     nic = f"NIC optics {power['server_end']:,.0f} W"
     if power["total"] is None:
-        return f"power unknown (no switch model; switch optics {power['switch_end']:,.0f} W, {nic})"
+        return f"power unknown (no switch model or switch_watts; switch optics {power['switch_end']:,.0f} W, {nic})"
     if power["switch_power_includes_optics"]:
         switches = f"switches {power['switches']:,.0f} W with {power['switch_end']:,.0f} W of their optics"
     else:

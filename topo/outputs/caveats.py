@@ -36,6 +36,11 @@ def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cablin
     found += _outputs(fabric, configs)
     if cabling is not None:  # its "switch power unknown" is no-switch-model's
         found += [Caveat("cabling", w) for w in cabling.warnings if not w.startswith("switch power unknown")]
+        if cabling.cost is not None and cabling.cost["unpriced"]:
+            missing = cabling.cost["unpriced"]
+            found.append(Caveat("prices-incomplete",
+                                f"the price list has no price for {', '.join(missing)}: the cost of "
+                                f"{cabling.cost['total']:,.0f} {cabling.cost['currency']} leaves them out"))
     order = {code: i for i, code in enumerate(CODES)}
     return sorted(found, key=lambda c: order[c.code])
 
@@ -117,10 +122,12 @@ def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
                          f"(the subnet manager configures the fabric)")
         return
     if spec.switch is None:
+        power = (f"its power is the given switch_watts ({spec.switch_watts:,.0f} W a switch)"
+                 if spec.switch_watts is not None else "power is not totalled (or give --switch-watts)")
         yield Caveat("no-switch-model",
-                     f"no switch model: radix {spec.radix} x {spec.port_gbps}G is generic, so power is not "
-                     f"totalled and the switch buffers are an assumed size (name one with --switch; "
-                     f"topo switches lists them)")
+                     f"no switch model: radix {spec.radix} x {spec.port_gbps}G is generic, so {power} and "
+                     f"the switch buffers are an assumed size (name one with --switch; topo switches "
+                     f"lists them)")
     if configs and spec.platform is None:
         yield Caveat("no-sonic-platform",
                      "config_db.json names no SONiC platform or HwSKU and numbers lanes generically: "

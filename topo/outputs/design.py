@@ -18,7 +18,7 @@ from .. import __version__
 from ..fabric import LINK_KINDS, Fabric
 from ..servers import server_profiles
 from ..inputs import read_text
-from ..spec import HOSTNAMES_CSV, FabricSpec
+from ..spec import HOSTNAMES_CSV, PRICES_YAML, FabricSpec
 from .summary import Summary
 
 if TYPE_CHECKING:
@@ -120,6 +120,8 @@ def core_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = N
     })
     if analysis is not None:
         files["analysis.json"] = dump_json(analysis.to_dict())
+    if fabric.spec.price_table is not None:
+        files[PRICES_YAML] = fabric.spec.price_table.to_yaml()
     if fabric.spec.hostname_table is not None:
         files[HOSTNAMES_CSV] = "node,hostname\n" + "".join(
             f"{i},{host}\n" for i, host in enumerate(fabric.spec.hostname_table))
