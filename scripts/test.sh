@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(frr slurmctld slurm-client openmpi-bin graphviz shellcheck libyang2-tools)
+APT_PACKAGES=(frr slurmctld slurm-client openmpi-bin graphviz shellcheck libyang2-tools librsvg2-bin)
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
   for pkg in "${APT_PACKAGES[@]}"; do

@@ -375,7 +375,7 @@ def test_no_containerlab_without_configs():
     assert not any(p.startswith("containerlab/") for p in export_files(fabric, configs=False))
     infiniband = build_fabric(load_spec(dict(gpus=256, switch="ndr-64x400")))
     assert sorted(export_files(infiniband)) == ["graph/fabric-aggregate.dot", "graph/fabric.dot",
-                                                "graph/fabric.graphml"]
+                                                "graph/fabric.graphml", "graph/fabric.svg"]
 
 
 def test_unknown_kind():

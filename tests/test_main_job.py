@@ -37,7 +37,7 @@ def test_the_folder_holds_every_output(folder):
     expected = {
         "README.md", "analysis.json", "bom.csv", "cabling.csv", "design.json", "spec.yaml", "summary.json",
         "containerlab/cluster.clab.yml", "containerlab/daemons", "containerlab/vtysh.conf",
-        "graph/fabric-aggregate.dot", "graph/fabric.dot", "graph/fabric.graphml",
+        "graph/fabric-aggregate.dot", "graph/fabric.dot", "graph/fabric.graphml", "graph/fabric.svg",
         "hosts/addresses.csv", "hosts/roce-qos.sh", "nccl/hgx-h100-8nic-topo.xml", "nccl/hgx-h100-8nic.env",
         "placement/deepspeed-hostfile", "placement/hostfile", "placement/rankfile",
         "placement/topology-block.conf", "placement/topology.conf", "placement/topology.yaml",

@@ -35,7 +35,9 @@ from .. import __version__
 from ..addressing import ip_text, sonic_port_name
 from ..errors import TopoError
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
+from .diagram import fabric_svg
 from .templating import render_template, template_environment
+
 
 #: The full DOT (``graph/fabric.dot``) is written for fabrics with at most this many links (16,384
 #: GPUs with the default spec have 49,152); above it only the aggregate view is. ``dot -Tsvg`` lays
@@ -106,9 +108,9 @@ def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", imag
     >>> fabric = build_fabric(load_spec({"gpus": 256}))
     >>> sorted(export_files(fabric))  # doctest: +NORMALIZE_WHITESPACE
     ['containerlab/cluster.clab.yml', 'containerlab/daemons', 'containerlab/vtysh.conf',
-     'graph/fabric-aggregate.dot', 'graph/fabric.dot', 'graph/fabric.graphml']
+     'graph/fabric-aggregate.dot', 'graph/fabric.dot', 'graph/fabric.graphml', 'graph/fabric.svg']
     >>> sorted(export_files(fabric, configs=False))
-    ['graph/fabric-aggregate.dot', 'graph/fabric.dot', 'graph/fabric.graphml']
+    ['graph/fabric-aggregate.dot', 'graph/fabric.dot', 'graph/fabric.graphml', 'graph/fabric.svg']
     """
     if kind not in CLAB_KINDS:
         raise ExportError(f"unknown containerlab kind {kind!r}; choose one of {', '.join(CLAB_KINDS)}")
@@ -116,6 +118,7 @@ def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", imag
     if len(fabric.links) <= FULL_DOT_MAX_LINKS:
         files["graph/fabric.dot"] = full_dot(fabric)
     files["graph/fabric-aggregate.dot"] = aggregate_dot(fabric)
+    files["graph/fabric.svg"] = fabric_svg(fabric)
     if configs and is_ethernet(fabric):
         files[f"containerlab/{fabric.spec.name}.clab.yml"] = containerlab_topology(fabric, kind, image)
         if kind == "linux":
