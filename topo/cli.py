@@ -679,12 +679,12 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
         with folder:
             with progress.stage(f"building {spec.gpus:,} GPUs"):
                 fabric = build_fabric(spec)
-            cabling = plan_cabling(fabric)
-            summary = summarize(fabric, cabling)
             analysis = None
             if not no_analysis:
                 with progress.stage("analysing"):
                     analysis = analyze(fabric, node=server.node_model())
+            cabling = plan_cabling(fabric)  # after the analysis: its arrays need not live through it
+            summary = summarize(fabric, cabling)
             configs = not no_configs and is_ethernet(fabric)
             switches = len(fabric.names) - fabric.plan.nodes
             warnings = caveats(fabric, analysis, cabling, server, configs=not no_configs)
