@@ -528,12 +528,18 @@ def _unknown_field(db):
 ], ids=["mtu-99999", "unknown-fec", "buffer-pg-undefined-profile", "buffer-queue-undefined-profile",
         "unknown-field"])
 def test_sonic_yang_refuses_a_broken_config(break_it, expected, sonic_schema, leaf_db, tmp_path):
-    db = copy.deepcopy(leaf_db)
+    assert_refused(break_it, expected, sonic_schema, leaf_db, tmp_path)
+
+
+def assert_refused(break_it, expected, sonic_schema, good_db, tmp_path):
+    """yanglint refuses ``good_db`` broken by ``break_it`` with ``expected`` in its error, and
+    passes the unbroken config."""
+    db = copy.deepcopy(good_db)
     break_it(db)
     (path,) = write_yang(sonic_schema, {"broken": db}, tmp_path).values()
     run = yanglint([path])
     assert run.returncode != 0 and expected in run.stderr, run.stderr
-    assert yang_errors(sonic_schema, {"leaf": leaf_db}, tmp_path) == {}  # the unbroken config passes
+    assert yang_errors(sonic_schema, {"good": good_db}, tmp_path) == {}
 
 
 @pytest.fixture(scope="module")
@@ -565,9 +571,4 @@ def _pool_of_profile(db):
 ], ids=["bgp-neighbor-asn-0", "static-route-advertise-yes", "undefined-profile-in-list", "profile-of-undefined-pool"])
 def test_sonic_yang_refuses_a_broken_unified_spectrum_config(break_it, expected, sonic_schema,
                                                             unified_spectrum_leaf_db, tmp_path):
-    db = copy.deepcopy(unified_spectrum_leaf_db)
-    break_it(db)
-    (path,) = write_yang(sonic_schema, {"broken": db}, tmp_path).values()
-    run = yanglint([path])
-    assert run.returncode != 0 and expected in run.stderr, run.stderr
-    assert yang_errors(sonic_schema, {"leaf": unified_spectrum_leaf_db}, tmp_path) == {}
+    assert_refused(break_it, expected, sonic_schema, unified_spectrum_leaf_db, tmp_path)

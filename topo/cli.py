@@ -801,9 +801,11 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
         configs = any(path.startswith("switches/") for path in listed)
         switches = len(fabric.names) - fabric.plan.nodes
 
+        cabling = plan_cabling(fabric)  # once, for the summary and the files
+
         def render() -> Iterator[tuple[str, str]]:
             return build_files(
-                fabric, summarize(fabric), analysis, templates, configs, design,
+                fabric, summarize(fabric, cabling), analysis, templates, configs, design, cabling,
                 progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
                 workers=jobs or os.cpu_count() or 1)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..catalog import Platform, platform_catalog
 from .qos import SPECTRUM_ASICS
@@ -52,7 +52,6 @@ class BufferLayout:
     shared_headroom_bytes: int = 0
     lossless_xoff_bytes: int = 0  #: sum of xoff over the switch's lossless PGs
     source: str | None = None  #: the SKU whose buffer templates the layout follows
-    notes: list[str] = field(default_factory=list)
 
     @property
     def headroom_oversubscription(self) -> float | None:

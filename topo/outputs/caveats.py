@@ -9,7 +9,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from ..caveats import CODES, CROSS_SPINE_SHARE, NCCL_ELEMENTS_WARN, Caveat
 from ..fabric import ROLES, Fabric, is_ethernet
@@ -133,8 +133,3 @@ def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
                      "config_db.json names no SONiC platform or HwSKU and numbers lanes generically: "
                      "merge it into the switch's own configuration (config load), never config reload "
                      "(docs/configs.md); --switch or --platform gives a real SKU")
-
-
-def caveat_dicts(found: Iterable[Caveat]) -> list[dict[str, Any]]:
-    return [c.to_dict() for c in found]
-
