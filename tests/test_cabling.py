@@ -15,7 +15,7 @@ import yaml
 from topo import build_fabric, load_spec
 from topo.addressing import sonic_port_name
 from topo.fabric import LINK_KINDS
-from topo.outputs.cabling import BOM_COLUMNS, CABLING_COLUMNS, cabling_files, plan_cabling
+from topo.outputs.cabling import cabling_line, BOM_COLUMNS, CABLING_COLUMNS, cabling_files, plan_cabling
 from topo.outputs.media import CablingError, _read_catalog, media_catalog, media_table_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -309,9 +309,17 @@ def test_power_totals():
     assert p["switch_end"] == (512 + 1024) * 15
     assert p["switch_power_includes_optics"] is True
     assert p["total"] == 48 * 1720 + 1024 * 8
+    # no model named: the catalogue's Ethernet model of the same shape gives the power, and says so
     generic = plan_cabling(_build(gpus=256)).to_dict()
-    assert generic["power_w"]["switches"] is None and generic["power_w"]["total"] is None
-    assert any("switch power unknown" in w for w in generic["warnings"])
+    assert generic["power_w"]["switches"] == 12 * 1500
+    assert generic["switches"]["by_model"][0]["item"] == "64x400G switch (no model named)"
+    assert generic["power_w"]["switch_power_of"] == "eth-25t-64x400"
+    assert "switches 18,000 W (as eth-25t-64x400)" in cabling_line(plan_cabling(_build(gpus=256)))
+    assert not any("switch power unknown" in w for w in generic["warnings"])
+    # a shape no catalogued model has: the power is not totalled, and the plan says why
+    odd = plan_cabling(_build(gpus=256, radix=48)).to_dict()
+    assert odd["power_w"]["switches"] is None and odd["power_w"]["total"] is None
+    assert any("switch power unknown" in w for w in odd["warnings"])
 
 
 def test_twin_port_cage_shared_by_two_tiers_is_reported():

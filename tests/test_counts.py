@@ -111,8 +111,10 @@ def test_switch_watts_gives_a_custom_switch_its_power():
     fabric = build_fabric(load_spec({"gpus": 1024, "switch_watts": 1500}))
     power = plan_cabling(fabric).to_dict()["power_w"]
     assert power["switches"] == 48 * 1500 and power["total"] == 48 * 1500 + power["server_end"]
+    # without switch_watts, the catalogue's 64 x 400G model gives the power, and says so
     generic = plan_cabling(build_fabric(load_spec({"gpus": 1024}))).to_dict()["power_w"]
-    assert generic["total"] is None and generic["switch_end"] == power["switch_end"]
+    assert generic["switch_power_of"] == "eth-25t-64x400" and power["switch_power_of"] is None
+    assert generic["switches"] == 48 * 1500 and generic["switch_end"] == power["switch_end"]
     with pytest.raises(SpecError, match=r"switch_watts=1500 is for a switch without a model, but "
                                         r"switch=eth-25t-64x400 has its own power \(1,500 W\)"):
         load_spec({"gpus": 1024, "switch": "eth-25t-64x400", "switch_watts": 1500})

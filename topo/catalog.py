@@ -67,6 +67,21 @@ def switch_catalog() -> dict[str, SwitchModel]:
     return {name: SwitchModel(name=name, **fields) for name, fields in raw.items()}
 
 
+def power_class(radix: int, port_gbps: int) -> SwitchModel | None:
+    """The catalogue's Ethernet model of ``radix`` x ``port_gbps``: whose power a switch without a
+    model (and without ``switch_watts``) is taken to draw. None when no model has that shape.
+
+    >>> power_class(64, 400).name, power_class(64, 400).power_w
+    ('eth-25t-64x400', 1500)
+    >>> power_class(48, 100) is None
+    True
+    """
+    for model in switch_catalog().values():
+        if model.name.startswith("eth-") and model.radix == radix and model.port_gbps == port_gbps:
+            return model
+    return None
+
+
 # --- platforms: the SONiC SKUs of the Ethernet models ---------------------------------------------
 
 

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..addressing import rdma_device, sonic_port_name
-from ..catalog import switch_catalog
+from ..catalog import power_class, switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
 from .media import (COPPER, OPTICAL, Cage, CablingError, MediaCatalog, Medium, MediumAtSpeed, media_catalog,
                     speed_text)
@@ -532,19 +532,30 @@ def _mixed_cages(rows: _Rows, groups: _CageGroups, code: np.ndarray, media: int)
     return int(np.count_nonzero(pairs[1:] == pairs[:-1]))
 
 
-def _switch_lines(fabric: Fabric) -> tuple[list[BomLine], float | None]:
-    """The switches of every tier, and their power (the model's, or ``switch_watts`` for a switch
-    without one; None when neither gives it)."""
+def _switch_lines(fabric: Fabric) -> tuple[list[BomLine], float | None, str | None]:
+    """The switches of every tier, their power, and the catalogue model that power is assumed from.
+
+    The power is the model's, ``switch_watts`` for a switch without one, else that of the
+    catalogue's Ethernet model of the same radix and port speed (:func:`~topo.catalog.power_class`,
+    returned third so that every output can say so); None when none of these gives it.
+    """
     spec = fabric.spec
     model = spec.switch
-    unit_w = switch_catalog()[model].power_w if model else spec.switch_watts
-    model_name = model or f"{spec.radix}x{speed_text(spec.port_gbps)} switch (no model named)"
+    assumed = None
+    if model:
+        unit_w, model_name = switch_catalog()[model].power_w, model
+    else:
+        model_name = f"{spec.radix}x{speed_text(spec.port_gbps)} switch (no model named)"
+        unit_w = spec.switch_watts
+        like = power_class(spec.radix, spec.port_gbps) if unit_w is None else None
+        if like is not None:
+            unit_w, assumed = like.power_w, like.name
     lines = []
     for t in range(1, fabric.plan.tiers + 1):
         count = fabric.count(t)
         lines.append(BomLine("switch", model_name, ROLES[t], "", None, count, unit_w,
                              None if unit_w is None else float(unit_w * count)))
-    return lines, None if unit_w is None else float(sum(line.power_w for line in lines))
+    return lines, None if unit_w is None else float(sum(line.power_w for line in lines)), assumed
 
 
 def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.ndarray, part: np.ndarray,
@@ -683,7 +694,7 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
             f"{mixed} switch cages hold ports of two tiers or media (a {ends.cage.form_factor} cage takes one "
             f"module or cable); each is counted once per tier and medium: give the ports of a cage "
             f"the same kind of run")
-    bom, switches_w = _switch_lines(fabric)
+    bom, switches_w, assumed = _switch_lines(fabric)
     if switches_w is None:
         warnings.append("switch power unknown: name a switch model (switch: ...) or give switch_watts to total the power")
     cable_lines, cable_length, copper_switch_w, copper_server_w = _cable_lines(
@@ -698,6 +709,7 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
     total = None if switches_w is None else switches_w + server_end + (0.0 if includes else switch_end)
     power = {
         "switches": switches_w,
+        "switch_power_of": assumed,
         "switch_end": round(switch_end, 3),
         "server_end": round(server_end, 3),
         "switch_power_includes_optics": includes,
@@ -844,10 +856,11 @@ def power_text(power: dict[str, Any]) -> str:
     nic = f"NIC optics {power['server_end']:,.0f} W"
     if power["total"] is None:
         return f"power unknown (no switch model or switch_watts; switch optics {power['switch_end']:,.0f} W, {nic})"
+    like = f" (as {power['switch_power_of']})" if power.get("switch_power_of") else ""
     if power["switch_power_includes_optics"]:
-        switches = f"switches {power['switches']:,.0f} W with {power['switch_end']:,.0f} W of their optics"
+        switches = f"switches {power['switches']:,.0f} W{like} with {power['switch_end']:,.0f} W of their optics"
     else:
-        switches = f"switches {power['switches']:,.0f} W, switch optics {power['switch_end']:,.0f} W"
+        switches = f"switches {power['switches']:,.0f} W{like}, switch optics {power['switch_end']:,.0f} W"
     return f"network power {power['total']:,.0f} W ({switches}; {nic})"
 
 

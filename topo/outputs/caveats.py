@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
+from ..catalog import power_class
 from ..caveats import CODES, CROSS_SPINE_SHARE, NCCL_ELEMENTS_WARN, Caveat
 from ..fabric import ROLES, Fabric, is_ethernet
 from .nccl import detected_elements, topology_element
@@ -122,8 +123,14 @@ def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
                          f"(the subnet manager configures the fabric)")
         return
     if spec.switch is None:
-        power = (f"its power is the given switch_watts ({spec.switch_watts:,.0f} W a switch)"
-                 if spec.switch_watts is not None else "power is not totalled (or give --switch-watts)")
+        like = power_class(spec.radix, spec.port_gbps)
+        if spec.switch_watts is not None:
+            power = f"its power is the given switch_watts ({spec.switch_watts:,.0f} W a switch)"
+        elif like is not None:
+            power = (f"its power is taken as the catalogue's {like.name} ({like.power_w:,} W a switch; "
+                     f"--switch-watts gives your own)")
+        else:
+            power = "power is not totalled (or give --switch-watts)"
         yield Caveat("no-switch-model",
                      f"no switch model: radix {spec.radix} x {spec.port_gbps}G is generic, so {power} and "
                      f"the switch buffers are an assumed size (name one with --switch; topo switches "
