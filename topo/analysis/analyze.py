@@ -268,12 +268,14 @@ class _Pattern:
 
 
 def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
-              node: NodeModel | None = None) -> AllReduce:
+              node: NodeModel | None = None, rows_only: bool = False) -> AllReduce:
     """Route, rate and time the job's all-reduce for every message size, as NCCL would run it.
 
     NCCL's tuner picks the algorithm and protocol per size from the ideal graphs (it knows the
     topology, not the congestion); the time of that choice is then taken with the network rates
-    of every hash sample, and the rows give the median and the 5th percentile.
+    of every hash sample, and the rows give the median and the 5th percentile. ``rows_only``
+    leaves out the details (bottlenecks, link utilisation) and the median sample's routes and
+    rates, for callers that read the rows only.
     """
     spec = fabric.spec
     node = node or node_model_of(fabric)
@@ -389,6 +391,8 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
             "latency_us": round(float(median_model.latency[algo[i], proto[i]]), 3),
             "tuner_time_s": float(f"{float(tuner_us[i]) * 1e-6:.6g}"),
         })
+    if rows_only:
+        return AllReduce(options, ranks, n, None, None, None, np.zeros(0), tuple(rows), {})  # type: ignore[arg-type]
     return _result(fabric, options, faults, order, node, layout, routing, patterns, rows,
                    limits, ranks, algo, stopped, nic_usable, hops, stages_at, at, tables)
 
@@ -665,7 +669,9 @@ def _bottlenecks(fabric: Fabric, routes: Routes, rates: Rates, connection_gbps: 
     slow_conns = np.flatnonzero(connection_gbps <= slowest * (1 + 1e-9))
     sub = (slow_conns[:, None] * q + np.arange(q)[None, :]).ravel()
     on_path = routes.resources[sub]
-    on_path = np.unique(on_path[on_path >= 0])
+    seen = np.zeros(routes.capacity_gbps.size, dtype=bool)  # distinct resources by marking: O(n), no sort
+    seen[on_path[on_path >= 0]] = True
+    on_path = np.flatnonzero(seen)
     utilisation = rates.utilisation
     all_kinds = _resource_kinds(routes, fabric)
     saturated = on_path[utilisation[on_path] >= 0.999]
@@ -715,3 +721,178 @@ def _analyze(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: Nod
         ecmp=ecmp_width(fabric, faults, seed=options.seed),
         allreduce=allreduce(fabric, options, faults, ud, node),
     )
+
+
+# --- what-ifs: one part lost at a time ---------------------------------------------------------------
+
+#: Parts of each kind a what-if fails, one at a time (spread evenly over the kind's parts): at
+#: most WHAT_IF_SAMPLES, fewer on a large fabric so that parts x NICs stays near WHAT_IF_WORK, and
+#: never fewer than WHAT_IF_MIN_SAMPLES (a spread needs two).
+WHAT_IF_SAMPLES = 6
+WHAT_IF_MIN_SAMPLES = 2
+WHAT_IF_WORK = 6 * 8192
+#: The what-ifs of a design review: (key, what is lost, tier of a switch or kind of a link).
+WHAT_IF_SCENARIOS = (
+    ("spine", "one spine", ("switch", 2)),
+    ("leaf", "one leaf", ("switch", 1)),
+    ("core", "one core switch", ("switch", 3)),
+    ("leaf-spine-link", "one leaf-spine link", ("link", 1)),
+    ("nic-link", "one NIC link", ("link", 0)),
+)
+#: Message sizes of the busbw-against-size curve of a report: 64 KiB to 8 GiB in steps of 2x.
+CURVE_SIZES = tuple(1 << p for p in range(16, 34))
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Bisection and busbw with one part lost, for a few parts of each kind.
+
+    ``rows`` holds one entry per scenario of :data:`WHAT_IF_SCENARIOS` the fabric has: the parts
+    failed (their ``--fail`` names, so any one can be analysed again), and for the bisection
+    (max-flow) and the busbw at the largest message size the intact value and the least, median and
+    greatest value over the parts, with their change in per cent. The busbw rests on ECMP hashing,
+    so which part is lost matters; the spread is what a review reads.
+    """
+
+    size_bytes: int
+    samples: int
+    hash_samples: int
+    algorithm: str
+    intact: dict[str, float]
+    rows: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"size_bytes": self.size_bytes, "samples": self.samples, "hash_samples": self.hash_samples,
+                "algorithm": self.algorithm, "intact": self.intact, "rows": list(self.rows)}
+
+
+def _parts(fabric: Fabric, what: tuple[str, int], samples: int) -> list[str]:
+    """``samples`` parts of one kind, spread evenly over them, by their ``--fail`` names."""
+    kind, value = what
+    if kind == "switch":
+        candidates = np.flatnonzero(fabric.tier == value)
+    else:
+        candidates = np.flatnonzero(fabric.links.kind == value)
+        # one entry per port of the lower end: the lanes of a broken-out port fail together
+        links = fabric.links
+        port_key = links.lo[candidates].astype(np.int64) * (1 << 20) + links.lo_port[candidates]
+        candidates = candidates[np.sort(np.unique(port_key, return_index=True)[1])]
+    if candidates.size == 0:
+        return []
+    picks = np.unique(np.linspace(0, candidates.size - 1, min(samples, candidates.size)).round().astype(np.int64))
+    names = []
+    for i in candidates[picks]:
+        if kind == "switch":
+            names.append(fabric.names[int(i)])
+        else:
+            lo = int(fabric.links.lo[i])
+            names.append(f"{fabric.names[lo]}:{int(fabric.links.lo_port[i])}")
+    return names
+
+
+def _spread(values: list[float], intact: float) -> dict[str, Any]:
+    arr = np.asarray(values, dtype=float)
+    out: dict[str, Any] = {"intact": intact}
+    for key, v in (("min", arr.min()), ("median", float(np.median(arr))), ("max", arr.max())):
+        out[key] = round(float(v), 3)
+        out[f"{key}_change_pct"] = round(100.0 * (float(v) - intact) / intact, 2) + 0.0 if intact else None
+    return out
+
+
+def what_if_samples(fabric: Fabric) -> int:
+    """Parts of each kind :func:`what_if` fails by default: 6 up to 8,192 NICs, then fewer, 2 at least.
+
+    >>> from topo import build_fabric, load_spec
+    >>> what_if_samples(build_fabric(load_spec({"gpus": 1024})))
+    6
+    """
+    nics = fabric.plan.nodes * fabric.spec.nics_per_node
+    return max(WHAT_IF_MIN_SAMPLES, min(WHAT_IF_SAMPLES, WHAT_IF_WORK // max(nics, 1)))
+
+
+def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeModel | None = None,
+            samples: int | None = None, intact: Analysis | None = None,
+            progress: Any = None) -> WhatIf:
+    """Lose one spine, one leaf, one core switch, one leaf-spine link, one NIC link: for
+    ``samples`` parts of each (spread over the fabric; :func:`what_if_samples` by default), the
+    bisection (max-flow) and the all-reduce busbw at the largest message size, against the intact
+    fabric's.
+
+    Each part's all-reduce runs the algorithm the intact fabric's runs at that size (NCCL's tuner
+    picks from the topology, which one lost part hardly changes), with as many hash samples as the
+    analysis takes within an eighth of its budget (16 on small fabrics, 4 at 131,072 GPUs).
+    ``intact`` is the intact fabric's analysis when the caller has it (it is not run again);
+    ``progress(done)`` is called after each part.
+
+    Examples
+    --------
+    >>> from topo import build_fabric, load_spec
+    >>> w = what_if(build_fabric(load_spec({"gpus": 256})), samples=2)
+    >>> [(r["scenario"], r["parts"]) for r in w.rows][:2]
+    [('spine', ['cluster-spine-00', 'cluster-spine-03']), ('leaf', ['cluster-leaf-su00-r0', 'cluster-leaf-su00-r7'])]
+    >>> [(r["scenario"], r["busbw_GBps"]["median_change_pct"]) for r in w.rows]
+    [('spine', 0.0), ('leaf', -48.43), ('leaf-spine-link', 0.0), ('nic-link', -0.03)]
+    """
+    options = options or AnalysisOptions()
+    node = node or node_model_of(fabric)
+    samples = what_if_samples(fabric) if samples is None else samples
+    big = (max(options.sizes),)
+    quick = replace(options, sizes=big, fail=(), fail_random=0.0)
+    if intact is None:
+        base = no_faults(fabric)
+        intact_bis = bisection(fabric, base, random_splits=options.random_splits, seed=options.seed).maxflow_gbps
+        whole = allreduce(fabric, quick, base, updown(fabric, base), node)
+    else:
+        intact_bis = intact.bisection.maxflow_gbps
+        whole = intact.allreduce
+    row = next(r for r in whole.rows if r["size_bytes"] == big[0])
+    intact_bus = row["busbw_GBps"]
+    subflows = max(int(whole.details["subflows"]), 1)
+    hash_samples = options.hash_samples or min(DEFAULT_HASH_SAMPLES, max(MIN_AUTO_SAMPLES, (HASH_BUDGET >> 3) // subflows))
+    quick = replace(quick, algo=row["algorithm"] if options.algo == "auto" else options.algo,
+                    hash_samples=hash_samples)
+    rows = []
+    done = 0
+    for key, label, what in WHAT_IF_SCENARIOS:
+        parts = _parts(fabric, what, samples)
+        if not parts:
+            continue
+        bis, bus = [], []
+        for name in parts:
+            faults = apply_faults(fabric, [name])
+            bis.append(bisection(fabric, faults, random_splits=options.random_splits, seed=options.seed).maxflow_gbps)
+            ud = updown(fabric, faults)
+            try:
+                bus.append(allreduce(fabric, quick, faults, ud, node, rows_only=True).rows[-1]["busbw_GBps"])
+            except AnalysisError:
+                try:  # the intact algorithm is not available with the part lost: let the tuner pick
+                    bus.append(allreduce(fabric, replace(quick, algo="auto"), faults, ud, node,
+                                         rows_only=True).rows[-1]["busbw_GBps"])
+                except AnalysisError:  # no node left with a live NIC
+                    bus.append(0.0)
+            done += 1
+            if progress is not None:
+                progress(done)
+        rows.append({"scenario": key, "lost": label, "parts": parts,
+                     "bisection_gbps": _spread(bis, float(intact_bis)),
+                     "busbw_GBps": _spread(bus, float(intact_bus)),
+                     "worst_part": parts[int(np.argmin(bus))]})
+    return WhatIf(size_bytes=big[0], samples=samples, hash_samples=hash_samples, algorithm=quick.algo,
+                  intact={"bisection_gbps": float(intact_bis), "busbw_GBps": float(intact_bus)},
+                  rows=tuple(rows))
+
+
+def what_if_parts(fabric: Fabric, samples: int | None = None) -> int:
+    """How many parts :func:`what_if` fails (for a progress counter)."""
+    samples = what_if_samples(fabric) if samples is None else samples
+    return sum(len(_parts(fabric, what, samples)) for _, _, what in WHAT_IF_SCENARIOS)
+
+
+def busbw_curve(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeModel | None = None,
+                sizes: tuple[int, ...] = CURVE_SIZES) -> list[dict[str, Any]]:
+    """The intact fabric's all-reduce rows (busbw, algorithm, protocol) at every size of ``sizes``:
+    the curve a report plots."""
+    options = replace(options or AnalysisOptions(), sizes=sizes, fail=(), fail_random=0.0)
+    node = node or node_model_of(fabric)
+    base = no_faults(fabric)
+    return list(allreduce(fabric, options, base, updown(fabric, base), node, rows_only=True).rows)
