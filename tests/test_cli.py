@@ -39,7 +39,8 @@ def test_build_defaults_writes_the_design_folder(tmp_path):
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md", "analysis.json", "bom.csv", "cabling.csv", "containerlab", "design.json", "graph",
-        "hosts", "nccl", "placement", "spec.yaml", "summary.json", "switches", "topo-build.json"]
+        "hosts", "nccl", "placement", "report", "report.html", "report.md", "spec.yaml", "summary.json",
+        "switches", "topo-build.json"]
     assert len(list((out / "switches").iterdir())) == 48
     assert "leaf" in result.stdout and "1,024" in result.stdout
     assert "topo: building 1,024 GPUs" in result.stderr

@@ -41,7 +41,7 @@ def test_the_folder_holds_every_output(folder):
         "hosts/addresses.csv", "hosts/roce-qos.sh", "nccl/hgx-h100-8nic-topo.xml", "nccl/hgx-h100-8nic.env",
         "placement/deepspeed-hostfile", "placement/hostfile", "placement/rankfile",
         "placement/topology-block.conf", "placement/topology.conf", "placement/topology.yaml",
-        "topo-build.json",
+        "report.html", "report.md", "report/busbw.svg", "report/links.svg", "topo-build.json",
     }
     files = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
     switches = {f for f in files if f.startswith("switches/")}

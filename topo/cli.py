@@ -14,7 +14,7 @@ import re
 import signal
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -31,7 +31,7 @@ from .fabric import build_fabric, check_memory, is_ethernet
 from .servers import resolve_server, server_profiles
 from .sizing import plan_fabric
 from .spec import FabricSpec, hostnames_file, load_spec, read_spec_file
-from .analysis.analyze import (DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, MIN_AUTO_SAMPLES, ROUTING_CHOICES, Analysis, AnalysisOptions,
+from .analysis.analyze import (DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, MIN_AUTO_SAMPLES, ROUTING_CHOICES, Analysis, AnalysisOptions, what_if_parts,
                                analyze)
 from .analysis.collective import ALGORITHMS, PROTOCOL_CHOICES
 from .analysis.routing import HASH_FIELDS
@@ -41,8 +41,9 @@ from .outputs.summary import Summary, summarize
 from .outputs.templating import format_size
 from .outputs.check import check_folder, design_problems
 from .outputs.design import server_file
-from .outputs.manifest import NotABuild, read_manifest
+from .outputs.manifest import NotABuild, read_manifest, with_manifest
 from .outputs.writer import OutputFolder
+from .outputs.report import key_table, report_data, report_files, review
 
 
 class TopoClickError(click.ClickException):
@@ -688,10 +689,15 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
             configs = not no_configs and is_ethernet(fabric)
             switches = len(fabric.names) - fabric.plan.nodes
             warnings = caveats(fabric, analysis, cabling, server, configs=not no_configs)
+            parts = what_if_parts(fabric) if analysis is not None else 0
+            with progress.stage("what-ifs for the design review") if parts else nullcontext():
+                reviewed = review(fabric, summary, cabling, analysis, warnings, server, base_dir=base_dir,
+                                  progress=progress.counter(f"{parts} parts failed one at a time", parts)
+                                  if parts else None)
             files = build_files(
                 fabric, summary, analysis, templates, configs, base_dir, cabling, server,
                 progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
-                workers=jobs or os.cpu_count() or 1, warnings=warnings)
+                workers=jobs or os.cpu_count() or 1, warnings=warnings, reviewed=reviewed)
             with progress.stage(f"writing {out}/"):
                 count = folder.write(files)
         progress.say(f"wrote {count:,} files")
@@ -824,6 +830,90 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
         emit(data, fmt, lambda: summary)
     if not report.ok:
         raise SystemExit(1)
+
+
+@main.command(name="report")
+@click.argument("designs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Output folder [./LABEL-report, or ./A-vs-B-report for a comparison].")
+@click.option("--force", is_flag=True, help="Replace an existing report folder.")
+@templates_option
+@format_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, templates: tuple[Path, ...],
+                   fmt: str, quiet: bool) -> None:
+    """The design review of one design, or several side by side: report.html and report.md.
+
+    Each DESIGN is a folder written by 'topo build' (its spec.yaml is read, and the folder must be
+    as the build left it) or a spec file. One design gives its review: spec, tiers, diagram, bill of
+    materials, hops, bisection, busbw against message size, link utilisation, what-ifs and warnings
+    (what 'topo build' writes into its folder). Several give a comparison: the first is the
+    reference, every figure of the others comes with its change, better or worse, and a paragraph
+    says what each gains and loses. report.html is self-contained (open it, print it, mail it);
+    report.md shows the same with the pictures beside it in report/.
+
+    \b
+    Examples:
+      topo report cluster-1024gpus
+      topo report examples/h100-1024.yaml examples/rack-768-oversub3.yaml -o review
+      topo report design-1to1 design-3to1 --format json
+    """
+    progress = Progress(quiet)
+    with user_errors():
+        labels = _report_labels(designs)
+        spec_files = [d / "spec.yaml" if d.is_dir() else d for d in designs]
+        for design, spec_file in zip(designs, spec_files):
+            if design.is_dir() and not spec_file.is_file():
+                raise AnalysisError([f"{design} is not a design folder written by topo build: no spec.yaml"])
+        out = output or Path(("-vs-".join(labels) if len(labels) > 1 else labels[0]) + "-report")
+        specs = [spec_from_cli(f, {}, progress) for f in spec_files]
+        inputs = [*templates, *spec_files]
+        folder = OutputFolder(out, force, inputs)
+        for spec in specs:
+            check_addressing(spec, plan_fabric(spec))
+        reviews = []
+        with folder:
+            for design, spec_file, spec, label in zip(designs, spec_files, specs, labels):
+                with progress.stage(f"{label}: building and analysing {spec.gpus:,} GPUs"):
+                    fabric = build_fabric(spec)
+                    if design.is_dir():
+                        problems = design_problems(design, fabric)
+                        if problems:
+                            raise AnalysisError([*problems, f"rebuild it (topo build -f {spec_file} -o NEW) or "
+                                                            f"see what changed with topo check {design}"])
+                    server = resolve_server(spec, spec_file.parent)
+                    analysis = analyze(fabric, node=server.node_model())
+                    cabling = plan_cabling(fabric)
+                    summary = summarize(fabric, cabling)
+                    warnings = caveats(fabric, analysis, cabling, server)
+                parts = what_if_parts(fabric)
+                with progress.stage(f"{label}: what-ifs"):
+                    reviews.append(review(fabric, summary, cabling, analysis, warnings, server, label=label,
+                                          base_dir=spec_file.parent, source=str(design),
+                                          progress=progress.counter(f"{parts} parts failed one at a time", parts)))
+            with progress.stage(f"writing {out}/"):
+                count = folder.write(with_manifest(report_files(reviews, templates, in_build=False).items()))
+        progress.say(f"wrote {count:,} files")
+    data = report_data(reviews)
+
+    def table() -> str:
+        headers, rows = key_table(reviews)
+        text = format_table(headers, rows)
+        return text + (f"\n\n{data['verdict']}" if "verdict" in data else "") + f"\n\nreport: {out}/report.html"
+
+    emit(data, fmt, table)
+
+
+def _report_labels(designs: tuple[Path, ...]) -> list[str]:
+    """A short distinct label per design: its folder name or spec file's stem."""
+    labels: list[str] = []
+    for design in designs:
+        base = (design.resolve().name if design.is_dir() else design.stem) or "design"
+        label, n = base, 2
+        while label in labels:
+            label, n = f"{base}-{n}", n + 1
+        labels.append(label)
+    return labels
 
 
 @main.command(name="templates")

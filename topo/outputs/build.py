@@ -26,6 +26,7 @@ from .exports import EXPORT_OUTPUTS, FULL_DOT_MAX_LINKS, export_files
 from .manifest import with_manifest
 from .nccl import NCCL_OUTPUTS, nccl_files
 from .placement import PLACEMENT_OUTPUTS, placement_files
+from .report import REPORT_OUTPUTS, Review, report_files, review
 from .summary import Summary
 from .templating import (TemplateError, packaged_template_dir, render_template, template_display_name,
                          template_environment)
@@ -41,7 +42,7 @@ README_OUTPUTS = (("README.md", "summary.md.j2", "the build"),)
 
 def all_outputs() -> tuple[tuple[str, str, str], ...]:
     """Every templated output of a build: (output path, template, rendered for)."""
-    return (README_OUTPUTS + CONFIG_OUTPUTS
+    return (README_OUTPUTS + REPORT_OUTPUTS + CONFIG_OUTPUTS
             + tuple((path, template, "the job scheduler and launcher") for path, template in PLACEMENT_OUTPUTS)
             + NCCL_OUTPUTS + EXPORT_OUTPUTS)
 
@@ -80,8 +81,10 @@ def _collect_sources(env: jinja2.Environment, rows: list[dict[str, Any]]) -> Non
 def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
            user_dirs: Iterable[str | Path] = (), configs: bool = True,
            cabling: "Cabling | None" = None, server: "ServerProfile | None" = None,
-           base_dir: str | Path | None = None, warnings: "list[Caveat] | None" = None) -> str:
-    """The build folder's README.md, from the template ``summary.md.j2``."""
+           base_dir: str | Path | None = None, warnings: "list[Caveat] | None" = None,
+           report: Iterable[str] = ("report.html", "report.md")) -> str:
+    """The build folder's README.md, from the template ``summary.md.j2``; ``report`` names the
+    design review's files."""
     env = template_environment(user_dirs)
     context = {
         "version": __version__,
@@ -97,6 +100,7 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
         "server": server.name if server is not None else None,
         "full_dot": len(fabric.links) <= FULL_DOT_MAX_LINKS,
         "warnings": [w.to_dict() for w in warnings or ()],
+        "report_files": list(report),
     }
     return render_template(env, "summary.md.j2", context)
 
@@ -106,9 +110,13 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
                 base_dir: str | Path | None = None, cabling: "Cabling | None" = None,
                 server: "ServerProfile | None" = None,
                 progress: Callable[[int], None] | None = None, workers: int = 1,
-                warnings: "list[Caveat] | None" = None) -> Iterator[tuple[str, str]]:
+                warnings: "list[Caveat] | None" = None, reviewed: Review | None = None
+                ) -> Iterator[tuple[str, str]]:
     """Every file of a build folder as ``(path, text)``, made one after the other; the last is the
     build stamp (:mod:`topo.outputs.manifest`) that lists the others.
+
+    ``reviewed`` is the design review (:func:`topo.outputs.report.review`) of the report files,
+    made here when not given (its what-ifs re-run the all-reduce for each part they fail).
 
     ``configs`` false (or an InfiniBand switch model) leaves out the switch and host configs and the
     containerlab lab. ``progress(switches_done)`` follows the switch configs, the longest part,
@@ -120,23 +128,28 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     server = server if server is not None else resolve_server(fabric.spec, base_dir)
     if warnings is None:
         warnings = caveats(fabric, analysis, cabling, server, configs)
+    if reviewed is None:
+        reviewed = review(fabric, summary, cabling, analysis, warnings, server, base_dir=base_dir)
     yield from with_manifest(_files(fabric, summary, analysis, user_dirs, configs, base_dir, cabling, server,
-                                    progress, workers, warnings))
+                                    progress, workers, warnings, reviewed))
 
 
 def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_dirs: tuple,
            configs: bool, base_dir: str | Path | None, cabling: "Cabling", server: "ServerProfile",
            progress: Callable[[int], None] | None, workers: int,
-           warnings: "list[Caveat]") -> Iterator[tuple[str, str]]:
+           warnings: "list[Caveat]", reviewed: Review) -> Iterator[tuple[str, str]]:
     env = template_environment(user_dirs)
     yield from core_files(fabric, summary, analysis, cabling, base_dir, warnings).items()
     yield from placement_files(fabric, env).items()
     yield from nccl_files(fabric, server, analysis, env, base_dir=base_dir).items()
     yield from cabling_files(fabric, cabling).items()
     yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
+    report = report_files([reviewed], user_dirs, in_build=True)
+    yield from report.items()
     if configs:
         yield from config_files(fabric, user_dirs, workers=workers, progress=progress)
-    yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir, warnings)
+    yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir, warnings,
+                              report)
 
 
 def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,

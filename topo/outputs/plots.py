@@ -1,0 +1,135 @@
+"""The plots of a design review, as SVG text: busbw against message size, and link utilisation.
+
+matplotlib draws them without a display (a bare :class:`~matplotlib.figure.Figure` and its SVG
+canvas, never pyplot), sized for a printed page: 7.2 x 3.3 inches, 9-point text kept as text so
+that a browser or a printer sets it sharply. matplotlib is imported only here, and only when a
+plot is drawn, so that commands that draw none start at once.
+
+The same input gives the same bytes: no date in the file, and the ids of clip paths and markers
+are salted with the plot's name (two plots inline in one page never share an id).
+
+Examples
+--------
+>>> rows = [{"size_bytes": 1 << p, "algorithm": "ring", "busbw_GBps": 10.0 * p} for p in range(20, 24)]
+>>> svg = busbw_svg([("a", rows)])
+>>> svg.startswith("<?xml") and 'id="busbw' in svg, svg == busbw_svg([("a", rows)])
+(True, True)
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any, Sequence
+
+#: Inches: fits the text width of an A4 or US Letter page with 2 cm margins.
+WIDTH_IN, HEIGHT_IN = 7.2, 3.3
+FONT_PT = 9
+#: Markers of the NCCL algorithms, so that the algorithm chosen at each size can be read off.
+ALGORITHM_MARKERS = {"ring": "o", "tree": "^", "nvls": "s", "nvlstree": "D",
+                     "collnet_direct": "v", "collnet_chain": "<", "pat": "P"}
+#: One colour per design (the first design is the reference of a comparison).
+DESIGN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def _figure(salt: str):
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    matplotlib.rcParams.update({
+        "svg.hashsalt": salt,  # ids from this salt: the same plot, the same bytes
+        "svg.fonttype": "none",
+        "font.size": FONT_PT,
+        "font.family": "sans-serif",
+        "axes.titlesize": FONT_PT + 1,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+    })
+    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _svg(fig, salt: str) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    # matplotlib names ids after a hash of their content; prefix them with the plot's name so two
+    # plots inline in one HTML page never define the same id
+    return text.replace('id="', f'id="{salt}-').replace("url(#", f"url(#{salt}-").replace(
+        'xlink:href="#', f'xlink:href="#{salt}-')
+
+
+def _size_label(size: int) -> str:
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g}{unit}"
+    return str(size)
+
+
+def busbw_svg(curves: Sequence[tuple[str, Sequence[dict[str, Any]]]], limit_GBps: float | None = None,
+              salt: str = "busbw") -> str:
+    """busbw (GB/s) against message size, one line per design, a marker per size showing the
+    algorithm NCCL's tuner picks there; ``limit_GBps`` draws the bound the curve approaches (the largest size's algorithm as the message grows)."""
+    fig, ax = _figure(salt)
+    used: dict[str, None] = {}
+    for i, (label, rows) in enumerate(curves):
+        colour = DESIGN_COLOURS[i % len(DESIGN_COLOURS)]
+        x = [r["size_bytes"] for r in rows]
+        y = [r["busbw_GBps"] for r in rows]
+        ax.plot(x, y, color=colour, linewidth=1.4, label=label if len(curves) > 1 else None)
+        for algorithm in dict.fromkeys(r["algorithm"] for r in rows):
+            used[algorithm] = None
+            xs = [r["size_bytes"] for r in rows if r["algorithm"] == algorithm]
+            ys = [r["busbw_GBps"] for r in rows if r["algorithm"] == algorithm]
+            ax.plot(xs, ys, linestyle="none", marker=ALGORITHM_MARKERS.get(algorithm, "x"), markersize=4.5,
+                    color=colour, markerfacecolor="white", markeredgewidth=1.1)
+    if limit_GBps:
+        ax.axhline(limit_GBps, color="#555555", linestyle="--", linewidth=0.9)
+        ax.annotate(f"bound as the message grows: {limit_GBps:,.1f} GB/s", (0.01, limit_GBps), xycoords=("axes fraction", "data"),
+                    xytext=(0, 3), textcoords="offset points", color="#555555", fontsize=FONT_PT - 1)
+    ax.set_xscale("log", base=2)
+    sizes = sorted({r["size_bytes"] for _, rows in curves for r in rows})
+    if sizes:
+        ticks = [s for s in sizes if round(math.log2(s)) % 2 == 0] or sizes
+        ax.set_xticks(ticks, [_size_label(s) for s in ticks])
+        ax.set_xticks([], minor=True)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, color="#e0e0e0", linewidth=0.6)
+    ax.set_axisbelow(True)
+    # the legend: designs (by colour) and algorithms (by marker)
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color=DESIGN_COLOURS[i % len(DESIGN_COLOURS)], linewidth=1.4, label=label)
+               for i, (label, _) in enumerate(curves)] if len(curves) > 1 else []
+    handles += [Line2D([], [], linestyle="none", marker=ALGORITHM_MARKERS.get(a, "x"), color="#333333",
+                       markerfacecolor="white", label=a) for a in used]
+    ax.legend(handles=handles, loc="lower right", frameon=False, fontsize=FONT_PT - 1,
+              title="algorithm" if len(curves) == 1 else None)
+    return _svg(fig, salt)
+
+
+def utilisation_svg(histograms: Sequence[tuple[str, Sequence[int]]], salt: str = "links") -> str:
+    """The share of loaded switch-to-switch link directions in each 10 % utilisation band, one bar
+    per design in each band."""
+    fig, ax = _figure(salt)
+    count = max(len(h) for _, h in histograms) if histograms else 10
+    width = 0.8 / max(len(histograms), 1)
+    for i, (label, histogram) in enumerate(histograms):
+        total = sum(histogram) or 1
+        shares = [100.0 * c / total for c in histogram]
+        xs = [b + (i - (len(histograms) - 1) / 2) * width for b in range(len(histogram))]
+        ax.bar(xs, shares, width=width * 0.95, color=DESIGN_COLOURS[i % len(DESIGN_COLOURS)],
+               label=label if len(histograms) > 1 else None)
+    ax.set_xticks(range(count), [f"{10 * b}-{10 * (b + 1)}" for b in range(count)])
+    ax.set_xlabel("utilisation (% of the link direction's capacity)")
+    ax.set_ylabel("share of loaded link directions (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(True, axis="y", color="#e0e0e0", linewidth=0.6)
+    ax.set_axisbelow(True)
+    if len(histograms) > 1:
+        ax.legend(loc="upper left", frameon=False, fontsize=FONT_PT - 1)
+    return _svg(fig, salt)
+
+
+__all__ = ["busbw_svg", "utilisation_svg"]
