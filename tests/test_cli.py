@@ -162,7 +162,7 @@ ERROR_CASES = {
     "too-many-gpus-for-three-tiers": (["--gpus", "65544"], None),
     "two-tiers-too-small": (["--gpus", "4096", "--tiers", "2"], None),
     "oversubscription-not-whole-ports": (["--gpus", "1024", "--oversubscription", "2"], None),
-    "oversubscription-below-one": (["--gpus", "1024", "--oversubscription", "1:2"], None),
+    "undersubscription-not-whole-ports": (["--gpus", "1024", "--oversubscription", "1:2"], None),
     "switch-conflicts-with-radix": (["--gpus", "1024", "--switch", "ndr-64x400", "--radix", "32"], None),
     "several-problems-at-once": (["--gpus", "1001", "--radix", "7", "--nic-gbps", "0"], None),
     "uneven-spines": (["--gpus", "768", "--spines", "12"], None),

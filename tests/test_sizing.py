@@ -144,3 +144,37 @@ def test_rack_nodes_must_fit_on_a_leaf():
 def test_spine_oversubscription_is_not_silently_ignored_when_auto_picks_two_tiers():
     with pytest.raises(SpecError, match="fits two tiers, which have no core"):
         plan(gpus=1024, spine_oversubscription=3)
+
+
+# --- under-subscription: more uplink than downlink ------------------------------------------------
+
+
+def test_undersubscribed_leaf_1_to_1_125_on_a_68_port_switch():
+    """1:1.125 (down:up 8:9) splits 68 ports into 32 down and 36 up; 32 leaves need 18 spines,
+    each leaf with 2 links to each (36 uplinks), and every spine port a leaf's: 18 x 68 >= 32 x 36."""
+    p = plan(gpus=1024, radix=68, oversubscription="1:1.125")
+    assert (p.leaf_down_ports, p.leaf_up_ports, p.su_nodes) == (32, 36, 32)
+    assert (p.leaves, p.spines, p.leaf_spine_links) == (32, 18, 2)
+    assert p.spines * p.spine_down_ports >= p.leaves * p.leaf_up_ports
+
+
+def test_undersubscribed_leaf_15_to_17_changes_the_scalable_unit():
+    # 30 downlinks: a rail-optimized scalable unit of 30 nodes; 34 uplinks over 17 spines
+    p = plan(gpus=960, oversubscription="15:17")
+    assert (p.leaf_down_ports, p.leaf_up_ports, p.su_nodes, p.sus) == (30, 34, 30, 4)
+    assert (p.leaves, p.spines, p.leaf_spine_links) == (32, 17, 2)
+
+
+def test_undersubscription_bisection_is_the_nics():
+    """With more bandwidth up than down, the NICs are the bottleneck: bisection is half the NIC
+    bandwidth (960 NICs x 400G / 2), analytic and by max-flow."""
+    from topo import build_fabric
+    from topo.analysis.analyze import analyze
+    a = analyze(build_fabric(load_spec({"gpus": 960, "oversubscription": "15:17"})))
+    assert a.bisection.gbps == a.bisection.maxflow_gbps == 960 * 400 // 2
+    assert a.bisection.agrees
+
+
+def test_undersubscription_below_1_to_2_is_refused_with_the_flip():
+    with pytest.raises(SpecError, match=r"must be at least 1:2 .* got 0.333333; did you mean 48:16\?"):
+        plan(gpus=1024, oversubscription="16:48")

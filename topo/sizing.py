@@ -60,13 +60,15 @@ def split_ports(radix: int, ratio: Fraction, field: str) -> tuple[int, int]:
     (32, 32)
     >>> split_ports(64, Fraction(3), "oversubscription")
     (48, 16)
+    >>> split_ports(68, Fraction(8, 9), "oversubscription")  # under-subscribed: more up than down
+    (32, 36)
     """
     down = Fraction(radix) * ratio / (1 + ratio)
     up = radix - down
     if down.denominator == 1 and up >= 1:
         return int(down), int(up)
     nearest = sorted(
-        (abs(Fraction(d, radix - d) - ratio), d) for d in range(radix // 2, radix)
+        (abs(Fraction(d, radix - d) - ratio), d) for d in range(1, radix)
     )[:2]
     options = ", ".join(
         f"{d} down/{radix - d} up ({format_ratio(Fraction(d, radix - d))})" for _, d in sorted(

@@ -54,6 +54,9 @@ MAX_GBPS = 12_800
 MAX_SPINES = 4096
 #: Largest down:up ratio, and most digits in either number of one.
 MAX_RATIO = 1000
+#: Least downlink:uplink ratio: a leaf may have up to twice the bandwidth up that it has down
+#: (under-subscribed, as some production leaves are: 1:1.125), no more.
+MIN_RATIO = Fraction(1, 2)
 #: Longest host name (RFC 1123 label) and host-name pattern.
 MAX_HOSTNAME = 63
 MAX_PATTERN = 253
@@ -218,7 +221,13 @@ _HOSTNAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
 def format_ratio(value: Fraction) -> int | float | str:
-    """A ratio as the user would write it: ``3``, ``1.5`` or ``"5:3"``."""
+    """A ratio as the user would write it: ``3``, ``1.5``, ``"5:3"``, or ``"8:9"`` below 1.
+
+    >>> format_ratio(Fraction(3)), format_ratio(Fraction(3, 2)), format_ratio(Fraction(1, 2))
+    (3, 1.5, '1:2')
+    """
+    if value < 1:
+        return f"{value.numerator}:{value.denominator}"
     if value.denominator == 1:
         return int(value.numerator)
     as_float = float(value)
@@ -318,16 +327,16 @@ def _ratio(value: Any) -> Fraction:
     if down <= 0 or up <= 0:
         raise ValueError(expected)
     ratio = down / up if match.group(2) is not None else down.limit_denominator(10_000)
-    if ratio < 1:
+    if ratio > MAX_RATIO:
+        raise ValueError(f"must be at most {MAX_RATIO}:1, got {float(ratio):g}")
+    if ratio < MIN_RATIO:
         inverse = 1 / ratio
         flipped = (f"{match.group(2).strip()}:{match.group(1).strip()}" if match.group(2) is not None
                    else f"{inverse.numerator}:{inverse.denominator}")
         raise ValueError(
-            f"must be at least 1 (downlink:uplink bandwidth; 1 is non-blocking), got {float(ratio):g}; "
-            f"did you mean {flipped}?"
+            f"must be at least {MIN_RATIO.numerator}:{MIN_RATIO.denominator} (downlink:uplink bandwidth; 1 is "
+            f"non-blocking, below 1 under-subscribed), got {float(ratio):g}; did you mean {flipped}?"
         )
-    if ratio > MAX_RATIO:
-        raise ValueError(f"must be at most {MAX_RATIO}:1, got {float(ratio):g}")
     return ratio
 
 
