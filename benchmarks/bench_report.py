@@ -79,6 +79,12 @@ def child(gpus: int, radix: int) -> None:
     }))
 
 
+def _matplotlib_version() -> str:
+    import matplotlib
+
+    return matplotlib.__version__
+
+
 def run_once(gpus: int, radix: int) -> dict:
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(gpus), str(radix)],
                           capture_output=True, text=True, cwd=ROOT)
@@ -153,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Measured on {datetime.date.today().isoformat()} with `{command(args)}` ({args.repeat} runs per "
             "size, each in a fresh process; medians of wall-clock seconds; peak is the process's peak resident "
             "set size, the fabric, its analysis and the report together).", "", body, "", "Machine:", "",
-            *machine()])
+            *machine(), f"- matplotlib {_matplotlib_version()}"])
         write_docs(section)
         print("bench: updated docs/report.md", file=sys.stderr)
     return 0

@@ -18,7 +18,7 @@ def test_defaults_reproduce_the_reference_design():
     assert spec.to_dict() == {
         "name": "cluster", "gpus": 1024, "gpus_per_node": 8, "nics_per_node": 8, "nic_gbps": 400,
         "switch": None, "radix": 64, "port_gbps": 400, "tiers": "auto", "oversubscription": 1,
-        "spine_oversubscription": 1, "placement": "rail", "spines": None,
+        "spine_oversubscription": 1, "placement": "rail", "spines": None, "grow_to": None,
         "loopback_pool": "10.255.0.0/16", "p2p_pool": "10.64.0.0/11", "host_pool": "10.128.0.0/11",
         "asn_size": "auto", "unnumbered": False, "bfd": False, "qos": "nvidia", "mtu": 9100, "frr_version": "10.5.4", "routing_mode": "split-unified", "platform": None, "switch_watts": None, "prices": None,
         "cable_node_leaf_m": None, "cable_leaf_spine_m": 50, "cable_spine_core_m": 100,

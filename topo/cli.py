@@ -145,6 +145,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("spine_oversubscription", "--spine-oversubscription", {"help": "Spine downlink:uplink bandwidth, three tiers [1]."}),
     ("placement", "--placement", {"type": click.Choice(["rail", "rack"]), "help": "rail-optimized or rack (ToR) [rail]."}),
     ("spines", "--spines", {"type": click.INT, "help": "Spines (per pod in three tiers), to cable for growth [fewest that fit]."}),
+    ("grow_to", "--grow-to", {"metavar": "N", "help": "GPUs the spines and cores are cabled for, to grow into later by adding leaves (and pods) [gpus]."}),
     ("loopback_pool", "--loopback-pool", {"help": "IPv4 prefix of switch loopbacks [10.255.0.0/16]."}),
     ("p2p_pool", "--p2p-pool", {"help": "IPv4 prefix of switch-to-switch /31s [10.64.0.0/11]."}),
     ("host_pool", "--host-pool", {"help": "IPv4 prefix of server-link /31s [10.128.0.0/11]."}),
@@ -393,6 +394,7 @@ def summary_table(summary: Summary) -> str:
         f"{_plural(s.scalable_units, unit[:-1])} of {_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" if s.tiers == 3 else ""),
         f"parallel links: {s.leaf_spine_parallel} per leaf-spine pair"
         + (f", {s.spine_core_parallel} per spine-core pair" if s.tiers == 3 else ""),
+        *([growth_line(s.growth)] if s.growth else []),
         "",
     ]
     rows = [
@@ -403,6 +405,16 @@ def summary_table(summary: Summary) -> str:
                  sum(r.ports_free for r in s.tier_rows), sum(s.links.values()), s.cables, None])
     headers = ["tier", "switches", "ports used", "ports free", "links below", "cables below", "oversub"]
     return "\n".join(head) + "\n" + format_table(headers, rows)
+
+
+def growth_line(g: dict[str, Any]) -> str:
+    """``growth: cabled for 1,024 GPUs (32 leaves, 16 spines); ...``"""
+    f, r = g["final"], g["reserved_ports"]
+    final = f"{f['leaves']:,} leaves, {f['spines']:,} spines" + (f", {f['cores']:,} cores" if f["cores"] else "")
+    free = [f"{r[t]:,} {t} ports" for t in ("spine", "core") if r[t]]
+    return (f"growth: cabled for {g['grow_to']:,} GPUs ({final}); "
+            + (f"{' and '.join(free)} kept free; " if free else "")
+            + f"{len(g['steps'])} steps to grow (docs/report.md)")
 
 
 def headline(analysis: Analysis) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import numpy as np
 from .addressing import Addressing, ip_text, link_counts, plan_addressing
 from .catalog import switch_catalog
 from .errors import SpecError, quote
-from .sizing import Plan, plan_fabric
+from .sizing import Plan, final_spec, plan_fabric
 from .spec import FabricSpec, node_names
 
 #: Vertex roles by tier number (tier 0 is a server).
@@ -316,6 +316,40 @@ def check_memory(spec: FabricSpec, plan: Plan, available: int | None = None) -> 
             f"{have / (1 << 30):.1f} GiB available"])
 
 
+def _grown(spec: FabricSpec, plan: Plan) -> tuple[list[str], dict[str, np.ndarray], Links, Addressing]:
+    """Today's part of the fabric of ``grow_to`` GPUs: that fabric is laid out whole (names, ports,
+    addresses and ASNs), and the nodes, leaves and spines still to come are left out, so that every
+    switch, port, address and ASN of today's fabric is the final one's and growing never renumbers
+    or recables what is there."""
+    final = final_spec(spec)
+    fplan = plan_fabric(final)
+    check_memory(final, fplan)  # the final fabric is laid out whole first
+    fnames = _names(final, fplan)
+    if spec.hostname_table is not None:  # a table names today's nodes only
+        fnames[:plan.nodes] = node_names(spec)
+    fvert = _vertex_arrays(fplan)
+    flinks = _links(final, fplan)
+    host = flinks.kind == 0
+    leaf = np.where(host, flinks.hi.astype(np.int64) - fplan.nodes, 0)
+    slot = np.where(host, (flinks.hi_port.astype(np.int64) - 1) * fplan.breakout + flinks.lane - 1, 0)
+    faddr = plan_addressing(final, fplan, flinks.kind, leaf, slot)
+    tier = fvert["tier"]
+    index = np.arange(tier.size)
+    keep = np.select([tier == 0, tier == 1, tier == 2],
+                     [index < plan.nodes, index - fplan.nodes < plan.leaves,
+                      index - fplan.nodes - fplan.leaves < plan.spines], True)
+    new = np.cumsum(keep) - 1
+    kept_links = keep[flinks.lo] & keep[flinks.hi]
+    links = Links(lo=new[flinks.lo[kept_links]].astype(np.int32), hi=new[flinks.hi[kept_links]].astype(np.int32),
+                  lo_port=flinks.lo_port[kept_links], hi_port=flinks.hi_port[kept_links],
+                  lane=flinks.lane[kept_links], kind=flinks.kind[kept_links], gbps=flinks.gbps[kept_links])
+    vertices = {key: value[keep] for key, value in fvert.items()}
+    addressing = Addressing(asn=faddr.asn[keep], loopback=faddr.loopback[keep], link_ip=faddr.link_ip[kept_links],
+                            asn_size=faddr.asn_size, lanes_per_port=faddr.lanes_per_port)
+    names = [n for n, k in zip(fnames, keep.tolist()) if k]
+    return names, vertices, links, addressing
+
+
 def build_fabric(spec: FabricSpec) -> Fabric:
     """Build the fabric a spec asks for.
 
@@ -335,6 +369,11 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     """
     plan = plan_fabric(spec)
     check_memory(spec, plan)
+    if final_spec(spec) is not spec:
+        names, vertices, links, addressing = _grown(spec, plan)
+        graph = _graph(spec, plan, names, vertices, links, addressing)
+        return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
+                      addressing=addressing, **vertices)
     names = _names(spec, plan)
     if len({n.lower() for n in names}) != len(names):
         switches = {n.lower() for n in names[plan.nodes:]}

@@ -8,7 +8,7 @@ would fit. Nothing is silently rounded.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
 from .errors import SpecError
@@ -184,6 +184,8 @@ def plan_fabric(spec: FabricSpec) -> Plan:
     >>> plan.tiers, plan.leaves, plan.spines, plan.leaf_spine_links, plan.cores
     (2, 32, 16, 2, 0)
     """
+    if spec.grow_to is not None and spec.grow_to > spec.gpus:
+        return _plan_grown(spec)
     k = spec.radix
     shape = _shape(spec, k)
     nodes = spec.nodes
@@ -280,3 +282,83 @@ def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, lea
         cores_per_group=cores_per_group, cores=spines_per_pod * cores_per_group,
         spine_core_links=shape.spine_up // cores_per_group,
     )
+
+
+def final_spec(spec: FabricSpec) -> FabricSpec:
+    """The spec of the fabric ``spec`` grows into (``grow_to`` GPUs), or ``spec`` itself."""
+    if spec.grow_to is None or spec.grow_to <= spec.gpus:
+        return spec
+    # a host-name pattern names the final nodes too; a table names today's only
+    table = spec.hostname_table is not None
+    return replace(spec, gpus=spec.grow_to, grow_to=None, hostnames=None if table else spec.hostnames,
+                   hostname_table=None)
+
+
+def _plan_grown(spec: FabricSpec) -> Plan:
+    """Today's part of the fabric of ``grow_to`` GPUs: its first nodes, their scalable units'
+    leaves and their pods' spines, and every spine and core the final size has, so that growing is
+    adding leaves (and pods) and cabling them into ports kept free for them.
+
+    >>> from topo.spec import load_spec
+    >>> p = plan_fabric(load_spec({"gpus": 256, "grow_to": 1024}))
+    >>> p.leaves, p.spines, p.leaf_spine_links
+    (8, 16, 2)
+    """
+    final_of = final_spec(spec)
+    try:
+        final = plan_fabric(final_of)
+    except SpecError as exc:
+        raise SpecError([f"grow_to={spec.grow_to}: {p}" for p in exc.problems]) from None
+    # the final size's tiers from the start: a spec's tiers apply to the final size (checked there)
+    nodes = spec.nodes
+    sus = _ceil_div(nodes, final.su_nodes)
+    leaves = sus * final.rails if final.placement == "rail" else sus
+    pods = _ceil_div(leaves, final.leaves_per_pod)
+    return replace(final, nodes=nodes, sus=sus, leaves=leaves, pods=pods, spines=pods * final.spines_per_pod)
+
+
+def growth(spec: FabricSpec) -> dict | None:
+    """How a fabric cabled for ``grow_to`` GPUs grows: the final counts, the switch ports kept free
+    for what is still to come, and the steps, one scalable unit (or rack) at a time. None without
+    ``grow_to``.
+
+    A step adds one scalable unit: its nodes, its leaves and their uplinks into the spines' free
+    ports, and, when its leaves open a new pod, that pod's spines and their uplinks into the cores'
+    free ports. Nothing that is there is recabled or renumbered.
+
+    >>> from topo.spec import load_spec
+    >>> g = growth(load_spec({"gpus": 256, "grow_to": 1024}))
+    >>> g["reserved_ports"], len(g["steps"]), g["steps"][0]["leaves_added"]
+    ({'spine': 768, 'core': 0}, 3, 8)
+    """
+    final_of = final_spec(spec)
+    if final_of is spec:
+        return None
+    now, final = plan_fabric(spec), plan_fabric(final_of)
+    # the final fabric's leaves that land in today's pods, and the ports they will take
+    leaves_in_pods = min(final.leaves, now.pods * final.leaves_per_pod)
+    reserved_spine = (leaves_in_pods - now.leaves) * final.leaf_up_ports
+    reserved_core = (final.spines - now.spines) * final.spine_up_ports if final.tiers == 3 else 0
+    steps = []
+    previous = now
+    for sus in range(now.sus, final.sus + 1):  # today's last unit first, when it is not full
+        gpus = min(sus * final.su_nodes * spec.gpus_per_node, final_of.gpus)
+        if gpus <= spec.gpus:
+            continue
+        step = final if gpus == final_of.gpus else plan_fabric(
+            replace(spec, gpus=gpus, hostnames=None, hostname_table=None))
+        steps.append({
+            "gpus": gpus, "nodes_added": step.nodes - previous.nodes,
+            "leaves_added": step.leaves - previous.leaves, "pods_added": step.pods - previous.pods,
+            "spines_added": step.spines - previous.spines,
+            "leaf_spine_links_added": (step.leaves - previous.leaves) * final.leaf_up_ports,
+            "spine_core_links_added": (step.spines - previous.spines) * final.spine_up_ports if final.tiers == 3 else 0,
+        })
+        previous = step
+    return {
+        "grow_to": final_of.gpus,
+        "final": {"gpus": final_of.gpus, "nodes": final.nodes, "leaves": final.leaves, "spines": final.spines,
+                  "cores": final.cores, "pods": final.pods},
+        "reserved_ports": {"spine": reserved_spine, "core": reserved_core},
+        "steps": steps,
+    }

@@ -92,6 +92,7 @@ class FabricSpec:
     spine_oversubscription: Fraction = Fraction(1)
     placement: str = "rail"
     spines: int | None = None
+    grow_to: int | None = None
     loopback_pool: str = "10.255.0.0/16"
     p2p_pool: str = "10.64.0.0/11"
     host_pool: str = "10.128.0.0/11"
@@ -479,6 +480,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "spine_oversubscription": _ratio,
     "placement": _placement,
     "spines": lambda value: None if value is None else _bounded(MAX_SPINES, "spines")(value),
+    "grow_to": lambda value: None if value is None else _gpus(value),
     "loopback_pool": _pool,
     "p2p_pool": _pool,
     "host_pool": _pool,
@@ -864,6 +866,15 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
         )
     if gpus is not None and gpus > MAX_GPUS:
         problems.append(f"gpus={gpus} is more than topo designs (at most {MAX_GPUS:,})")
+    grow = values.get("grow_to")
+    if grow is not None and gpus is not None:
+        if grow < gpus:
+            problems.append(f"grow_to={grow} is fewer GPUs than gpus={gpus}: it is the size the spines "
+                            f"and cores are cabled for, at least gpus")
+        elif gpn and grow % gpn:
+            problems.append(f"grow_to={grow} is not a multiple of gpus_per_node={gpn}")
+        elif grow > MAX_GPUS:
+            problems.append(f"grow_to={grow} is more than topo designs (at most {MAX_GPUS:,})")
     radix = values.get("radix")
     if radix is not None and radix > MAX_RADIX:
         problems.append(f"radix={radix} is more than any switch has (at most {MAX_RADIX})")

@@ -246,6 +246,76 @@ def _tier_section(r: Review) -> dict[str, Any]:
                 "oversubscription"], rows, numeric=[False, True, True, True, True, True, False])]}
 
 
+#: Growth steps listed one by one up to this many; beyond, runs of like steps are one row.
+GROWTH_ROWS = 16
+
+
+def _step_words(step: dict[str, Any]) -> str:
+    return (f"{step['nodes_added']} nodes" + (f", {step['leaves_added']} leaves" if step["leaves_added"] else "")
+            + (f", a pod of {step['spines_added']} spines" if step["spines_added"] else ""))
+
+
+def _growth_rows(steps: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per step; past GROWTH_ROWS, one row per run of like pods (or like steps in two tiers)."""
+    def row(chunk: list[dict[str, Any]], added: str) -> list[str]:
+        span = f"{chunk[0]['gpus']:,}" if len(chunk) == 1 else f"{chunk[0]['gpus']:,} to {chunk[-1]['gpus']:,}"
+        return [span, added, _n(sum(x["leaf_spine_links_added"] for x in chunk)),
+                _n(sum(x["spine_core_links_added"] for x in chunk))]
+
+    if len(steps) <= GROWTH_ROWS:
+        return [row([x], _step_words(x)) for x in steps]
+    # segments: a new pod opens each (the first may fill today's last pod)
+    segments: list[list[dict[str, Any]]] = []
+    for x in steps:
+        if not segments or x["pods_added"]:
+            segments.append([])
+        segments[-1].append(x)
+
+    def shape(seg: list[dict[str, Any]]) -> tuple:
+        return tuple((x["nodes_added"], x["leaves_added"], x["spines_added"]) for x in seg)
+
+    def words(seg: list[dict[str, Any]]) -> str:
+        parts = [_step_words(seg[0])]
+        if len(seg) > 1:
+            rest = seg[1:]
+            same = all(shape([x]) == shape([rest[0]]) for x in rest)
+            parts.append(f"{len(rest)} x ({_step_words(rest[0])})" if same else ", ".join(_step_words(x) for x in rest))
+        return " then ".join(parts)
+
+    rows, i = [], 0
+    while i < len(segments):
+        j = i + 1
+        while j < len(segments) and shape(segments[j]) == shape(segments[i]):
+            j += 1
+        chunk = [x for seg in segments[i:j] for x in seg]
+        count = j - i
+        rows.append(row(chunk, words(segments[i]) if count == 1 else f"{count} x [{words(segments[i])}]"))
+        i = j
+    return rows
+
+
+def _growth_section(r: Review) -> dict[str, Any] | None:
+    g = r.summary.growth
+    if not g:
+        return None
+    s, f, free = r.summary.to_dict(), g["final"], g["reserved_ports"]
+    now = [s["gpus"], s["nodes"], s["switches"]["leaf"], s["switches"]["spine"], s["switches"]["core"], s["pods"]]
+    then = [f["gpus"], f["nodes"], f["leaves"], f["spines"], f["cores"], f["pods"]]
+    unit = "scalable unit" if s["placement"] == "rail" else "rack"
+    rows = _growth_rows(g["steps"])
+    return {"id": "growth", "title": "Growth", "blocks": [
+        _text(f"Cabled for {g['grow_to']:,} GPUs: the spines{' and cores' if f['cores'] else ''} are those of the final "
+              f"size, and every switch, port, address and ASN of today's fabric is the final fabric's, so growing "
+              f"adds {unit}s and cables them into ports kept free for them; nothing there is recabled or "
+              f"renumbered. Kept free now: {free['spine']:,} spine ports"
+              + (f" and {free['core']:,} core ports" if f["cores"] else "") + "."),
+        _table(["", "GPUs", "nodes", "leaves", "spines", "cores", "pods"],
+               [["now", *[_n(v) for v in now]], ["final", *[_n(v) for v in then]]]),
+        _table(["GPUs after the step", "added", "leaf-spine links", "spine-core links"], rows,
+               caption=f"Steps, one {unit} at a time", numeric=[True, False, True, True]),
+    ]}
+
+
 def _diagram_section(r: Review, src: str) -> dict[str, Any]:
     return {"id": "diagram", "title": "Fabric diagram", "blocks": [
         _figure("fabric", fabric_svg(r.fabric), src,
@@ -423,8 +493,11 @@ def _key_section(r: Review) -> dict[str, Any]:
 
 
 def _design_sections(r: Review, paths: dict[str, str]) -> list[dict[str, Any]]:
-    sections = [_key_section(r), _warnings_section(r), _spec_section(r), _tier_section(r),
-                _diagram_section(r, paths["fabric"]), _bom_section(r)]
+    sections = [_key_section(r), _warnings_section(r), _spec_section(r), _tier_section(r)]
+    grow = _growth_section(r)
+    if grow is not None:
+        sections.append(grow)
+    sections += [_diagram_section(r, paths["fabric"]), _bom_section(r)]
     if r.analysis is not None:
         sections += [_hops_section(r.analysis), _bisection_section(r.analysis),
                      _allreduce_section(r, paths["busbw"]), _links_section(r, paths["links"])]

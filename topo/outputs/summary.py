@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..fabric import LINK_KINDS, ROLES, Fabric
+from ..sizing import growth
 from ..spec import format_ratio
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,6 +61,7 @@ class Summary:
     leaf_spine_parallel: int
     spine_core_parallel: int
     tier_rows: tuple[TierSummary, ...] = field(repr=False)
+    growth: dict[str, Any] | None = None  #: :func:`topo.sizing.growth`, with ``grow_to``
 
     @property
     def switches(self) -> dict[str, int]:
@@ -101,6 +103,7 @@ class Summary:
             "parallel_links": {"leaf-spine": self.leaf_spine_parallel, "spine-core": self.spine_core_parallel},
             "oversubscription": {row.role: row.oversubscription for row in self.tier_rows},
             "per_tier": {row.role: row.to_dict() for row in self.tier_rows},
+            "growth": self.growth,
         }
 
 
@@ -159,7 +162,7 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         tiers=plan.tiers, switch_model=spec.switch, radix=spec.radix, port_gbps=spec.port_gbps,
         scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
-        tier_rows=tuple(rows),
+        tier_rows=tuple(rows), growth=growth(spec),
     )
 
 
