@@ -284,3 +284,12 @@ def test_plots_are_sized_for_a_printed_page():
 def test_the_cli_starts_without_matplotlib():
     code = "import sys, topo.cli; sys.exit('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_what_if_says_when_a_loss_leaves_nodes_out():
+    """A rack leaf is its servers' only way out: losing it leaves them out of the restarted job,
+    whose busbw is a smaller job's; the single spine of a small fabric cuts it (busbw 0)."""
+    rows = {row["scenario"]: row for row in what_if(build_fabric(load_spec({"gpus": 64, "placement": "rack"}))).rows}
+    assert rows["leaf"]["nodes_left_out"] == 4
+    assert rows["spine"]["busbw_GBps"]["min"] == 0 and rows["spine"]["bisection_gbps"]["min"] == 0
+    assert rows["nic-link"]["nodes_left_out"] == 0

@@ -391,8 +391,9 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
             "latency_us": round(float(median_model.latency[algo[i], proto[i]]), 3),
             "tuner_time_s": float(f"{float(tuner_us[i]) * 1e-6:.6g}"),
         })
-    if rows_only:
-        return AllReduce(options, ranks, n, None, None, None, np.zeros(0), tuple(rows), {})  # type: ignore[arg-type]
+    if rows_only:  # the rows, and which nodes the restarted job leaves out
+        return AllReduce(options, ranks, n, None, None, None, np.zeros(0), tuple(rows),  # type: ignore[arg-type]
+                         {"stopped": stopped, "nodes": n})
     return _result(fabric, options, faults, order, node, layout, routing, patterns, rows,
                    limits, ranks, algo, stopped, nic_usable, hops, stages_at, at, tables)
 
@@ -750,7 +751,9 @@ class WhatIf:
     ``rows`` holds one entry per scenario of :data:`WHAT_IF_SCENARIOS` the fabric has: the parts
     failed (their ``--fail`` names, so any one can be analysed again), and for the bisection
     (max-flow) and the busbw at the largest message size the intact value and the least, median and
-    greatest value over the parts, with their change in per cent. The busbw rests on ECMP hashing,
+    greatest value over the parts, with their change in per cent; ``nodes_left_out``, the most
+    nodes one part's loss leaves without a live NIC (the restarted job runs without them, so its
+    busbw is a smaller job's). The busbw rests on ECMP hashing,
     so which part is lost matters; the spread is what a review reads.
     """
 
@@ -857,26 +860,29 @@ def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
         parts = _parts(fabric, what, samples)
         if not parts:
             continue
-        bis, bus = [], []
+        bis, bus, lost = [], [], []
         for name in parts:
             faults = apply_faults(fabric, [name])
             bis.append(bisection(fabric, faults, random_splits=options.random_splits, seed=options.seed).maxflow_gbps)
             ud = updown(fabric, faults)
             try:
-                bus.append(allreduce(fabric, quick, faults, ud, node, rows_only=True).rows[-1]["busbw_GBps"])
+                result = allreduce(fabric, quick, faults, ud, node, rows_only=True)
             except AnalysisError:
                 try:  # the intact algorithm is not available with the part lost: let the tuner pick
-                    bus.append(allreduce(fabric, replace(quick, algo="auto"), faults, ud, node,
-                                         rows_only=True).rows[-1]["busbw_GBps"])
+                    result = allreduce(fabric, replace(quick, algo="auto"), faults, ud, node, rows_only=True)
                 except AnalysisError:  # no node left with a live NIC
-                    bus.append(0.0)
+                    result = None
+            bus.append(0.0 if result is None else result.rows[-1]["busbw_GBps"])
+            stopped = result.details.get("stopped") if result is not None else None
+            lost.append(whole.nodes if result is None else len(stopped["nodes_without_nic"]) if stopped else 0)
             done += 1
             if progress is not None:
                 progress(done)
         rows.append({"scenario": key, "lost": label, "parts": parts,
                      "bisection_gbps": _spread(bis, float(intact_bis)),
                      "busbw_GBps": _spread(bus, float(intact_bus)),
-                     "worst_part": parts[int(np.argmin(bus))]})
+                     "worst_part": parts[int(np.argmin(bus))],
+                     "nodes_left_out": max(lost)})
     return WhatIf(size_bytes=big[0], samples=samples, hash_samples=hash_samples, algorithm=quick.algo,
                   intact={"bisection_gbps": float(intact_bis), "busbw_GBps": float(intact_bus)},
                   rows=tuple(rows))

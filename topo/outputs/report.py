@@ -452,7 +452,7 @@ def _what_if_section(r: Review) -> dict[str, Any]:
     for row in w.rows:
         bis, bus = row["bisection_gbps"], row["busbw_GBps"]
         rows.append([row["lost"], len(row["parts"]), _pct_range(bis), _pct(bus["median_change_pct"]),
-                     _pct_range(bus), row["worst_part"]])
+                     _pct_range(bus), _n(row["nodes_left_out"]), row["worst_part"]])
     return {"id": "what-if", "title": "What if a part fails", "blocks": [
         _text(f"Each row fails one part at a time, for {w.samples} parts of the kind spread over the fabric "
               f"({w.algorithm}, median of {w.hash_samples} hash samples each), and "
@@ -460,16 +460,18 @@ def _what_if_section(r: Review) -> dict[str, Any]:
               f"{w.intact['busbw_GBps']:,.1f} GB/s busbw at {format_size(w.size_bytes)}). Which part fails "
               f"matters where ECMP hashing and rank placement decide the load, so the busbw is a distribution; "
               f"`topo analyze --fail PART` shows any one in full. A lost NIC link stops the running job: "
-              f"its figure is for the job restarted on the remaining NICs."),
+              f"its figure is for the job restarted on the remaining NICs. Where a loss leaves nodes with no "
+              f"live NIC (a rack's leaf), the restarted job runs without them: its busbw is that of a smaller "
+              f"job, which can be higher, and the job has lost those nodes' GPUs."),
         _table(["lost", "parts tried", "bisection change", "busbw change (median)", "busbw change (range)",
-                "worst part"], rows, numeric=[False, True, True, True, True, False]),
+                "nodes left out", "worst part"], rows, numeric=[False, True, True, True, True, True, False]),
     ]}
 
 
 def _pct(value: float | None) -> str:
     if value is None:
         return "-"
-    return "0 %" if value == 0 else f"{value:+.1f} %"
+    return "0 %" if abs(value) < 0.05 else f"{value:+.1f} %"
 
 
 def _pct_range(spread: dict[str, Any]) -> str:
