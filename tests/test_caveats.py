@@ -54,7 +54,21 @@ def test_a_plain_catalogue_build_has_none_of_the_shape_warnings():
 
 def test_no_configs_means_no_config_warnings():
     assert "no-sonic-platform" not in codes({"gpus": 1024}, configs=False)
-    assert "infiniband-no-configs" not in codes({"gpus": 1024, "switch": "ndr-64x400"}, configs=False)
+    # an InfiniBand model gets no configs either way, and says so either way: topo check rebuilds a
+    # folder without knowing whether --no-configs was given, and must give the same warnings
+    ib = {"gpus": 1024, "switch": "ndr-64x400"}
+    assert codes(ib, configs=False) == codes(ib) and "infiniband-no-configs" in codes(ib)
+
+
+def test_check_accepts_infiniband_and_grown_folders(tmp_path):
+    from click.testing import CliRunner
+    from topo.cli import main
+    for name, args in (("ib", ["--switch", "ndr-64x400"]), ("ib-noconf", ["--switch", "ndr-64x400", "--no-configs"]),
+                       ("grown", ["--grow-to", "1024"])):
+        out = tmp_path / name
+        assert CliRunner().invoke(main, ["build", "--gpus", "256", *args, "-o", str(out), "-q"]).exit_code == 0
+        result = CliRunner().invoke(main, ["check", str(out), "-q"])
+        assert result.exit_code == 0, result.output
 
 
 def test_the_rack_warning_states_the_share():

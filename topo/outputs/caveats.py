@@ -116,11 +116,10 @@ def _server(server: "ServerProfile") -> Iterable[Caveat]:
 
 def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
     spec = fabric.spec
-    if not is_ethernet(fabric):
-        if configs:
-            yield Caveat("infiniband-no-configs",
-                         f"switch={spec.switch} is an InfiniBand model: no switch configs are written "
-                         f"(the subnet manager configures the fabric)")
+    if not is_ethernet(fabric):  # with or without --no-configs: the folder alone cannot tell, topo check must agree
+        yield Caveat("infiniband-no-configs",
+                     f"switch={spec.switch} is an InfiniBand model: no switch configs are written "
+                     f"(the subnet manager configures the fabric)")
         return
     if spec.switch is None:
         like = power_class(spec.radix, spec.port_gbps)
