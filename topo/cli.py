@@ -140,7 +140,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
                                         "help": "Power of one switch with its optics, for a switch without a catalogue model [unknown]."}),
     ("radix", "--radix", {"type": click.INT, "help": "Ports per switch [64]."}),
     ("port_gbps", "--port-gbps", {"metavar": "GBPS", "help": "Switch port speed in Gb/s: 400, 800G or 1.6T [400]."}),
-    ("tiers", "--tiers", {"type": click.Choice(["auto", "2", "3"]), "help": "Switch tiers [auto: fewest that fit]."}),
+    ("tiers", "--tiers", {"type": click.Choice(["auto", "1", "2", "3"]), "help": "Switch tiers [auto: fewest that fit; 1: one switch, or one per rail (rail-only), no spines]."}),
     ("oversubscription", "--oversubscription", {"help": "Leaf downlink:uplink bandwidth, e.g. 1, 3 or 3:1 [1]."}),
     ("spine_oversubscription", "--spine-oversubscription", {"help": "Spine downlink:uplink bandwidth, three tiers [1]."}),
     ("placement", "--placement", {"type": click.Choice(["rail", "rack"]), "help": "rail-optimized or rack (ToR) [rail]."}),
@@ -179,6 +179,8 @@ def spec_options(func: Callable | None = None, *, hide: tuple[str, ...] = ()) ->
     accepted but left out of --help."""
     if func is None:
         return lambda f: spec_options(f, hide=hide)
+    func = click.option("--rail-only", "rail_only", is_flag=True, default=None,
+                        help="One switch per rail and no spines: tiers=1 with rail placement.")(func)
     for field, flag, kwargs in reversed(SPEC_FLAGS):
         func = click.option(flag, field, **{"default": None, **kwargs, "hidden": field in hide})(func)
     func = click.option(
@@ -205,6 +207,13 @@ def format_option(func: Callable) -> Callable:
 
 
 def spec_from_cli(spec_file: Path | None, fields: dict[str, Any], progress: "Progress | None" = None) -> FabricSpec:
+    fields = dict(fields)
+    if fields.pop("rail_only", None):  # the rail-only design: its two fields, which flags may not contradict
+        clash = [f"--{name} {fields[name]}" for name, want in (("tiers", "1"), ("placement", "rail"))
+                 if fields.get(name) is not None and str(fields[name]) != want]
+        if clash:
+            raise click.UsageError(f"--rail-only is tiers=1 with rail placement; it contradicts {', '.join(clash)}")
+        fields.update(tiers="1", placement="rail")
     data = read_spec_file(spec_file) if spec_file else {}
     notes: list[str] = []
     spec = load_spec(data, fields, base_dir=spec_file.parent if spec_file else None, notes=notes)
@@ -383,17 +392,17 @@ def _cell(value: Any) -> str:
 
 def summary_table(summary: Summary) -> str:
     s = summary
-    kind = "rail-optimized" if s.placement == "rail" else "rack (ToR)"
+    kind = ("rail-only" if s.tiers == 1 else "rail-optimized") if s.placement == "rail" else "rack (ToR)"
     model = f" ({s.switch_model})" if s.switch_model else ""
     unit = "scalable units" if s.placement == "rail" else "racks"
     head = [
         f"{s.name}: {s.gpus:,} GPUs on {_plural(s.nodes, 'node')} ({_plural(s.gpus_per_node, 'GPU')}, "
         f"{s.nics_per_node} x {s.nic_gbps}G {'NIC' if s.nics_per_node == 1 else 'NICs'} each), "
-        f"{kind}, {s.tiers} tiers",
+        f"{kind}, {_plural(s.tiers, 'tier')}",
         f"switches: radix {s.radix} x {s.port_gbps}G{model}; "
         f"{_plural(s.scalable_units, unit[:-1])} of {_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" if s.tiers == 3 else ""),
-        f"parallel links: {s.leaf_spine_parallel} per leaf-spine pair"
-        + (f", {s.spine_core_parallel} per spine-core pair" if s.tiers == 3 else ""),
+        *([f"parallel links: {s.leaf_spine_parallel} per leaf-spine pair"
+           + (f", {s.spine_core_parallel} per spine-core pair" if s.tiers == 3 else "")] if s.tiers > 1 else []),
         *([growth_line(s.growth)] if s.growth else []),
         "",
     ]
@@ -457,7 +466,8 @@ def headline_lines(analysis: Analysis) -> list[str]:
 def analysis_table(analysis: Analysis) -> str:
     """The analysis for people: hops, bisection, ECMP width, all-reduce, faults."""
     a, o, f = analysis, analysis.options, analysis.fabric
-    lines = [f"{f.spec.name}: {f.spec.gpus:,} GPUs, {f.plan.tiers} tiers, {f.plan.placement} placement"]
+    shape = "rail-only" if f.plan.tiers == 1 and f.plan.placement == "rail" else f"{f.plan.placement} placement"
+    lines = [f"{f.spec.name}: {f.spec.gpus:,} GPUs, {_plural(f.plan.tiers, 'tier')}, {shape}"]
     if a.faults.any or o.fail:
         lines.append(f"faults: {a.faults.links_down:,} link{'s' if a.faults.links_down != 1 else ''} down"
                      + (f" ({', '.join(o.fail)})" if o.fail else "")

@@ -186,6 +186,8 @@ def plan_fabric(spec: FabricSpec) -> Plan:
     """
     if spec.grow_to is not None and spec.grow_to > spec.gpus:
         return _plan_grown(spec)
+    if spec.tiers == 1:
+        return _plan_one_tier(spec)
     k = spec.radix
     shape = _shape(spec, k)
     nodes = spec.nodes
@@ -251,6 +253,50 @@ def _spines_for(
             ]
         )
     return spec.spines
+
+
+def _plan_one_tier(spec: FabricSpec) -> Plan:
+    """One tier, no spines: one switch per rail (rail placement: the rail-only design, where traffic
+    between rails crosses NVLink inside a node first) or one switch for every NIC (rack placement),
+    every port a downlink.
+
+    >>> from topo.spec import load_spec
+    >>> p = plan_fabric(load_spec({"gpus": 512, "tiers": 1}))
+    >>> p.leaves, p.spines, p.su_nodes, p.leaf_down_ports
+    (8, 0, 64, 64)
+    """
+    k, breakout = spec.radix, spec.port_gbps // spec.nic_gbps
+    problems = []
+    for name, ratio in (("oversubscription", spec.oversubscription),
+                        ("spine_oversubscription", spec.spine_oversubscription)):
+        if ratio != 1:
+            problems.append(f"{name}={format_ratio(ratio)} splits switch ports between downlinks and uplinks, "
+                            f"but tiers=1 has no uplinks (every port goes to a server); drop it or use tiers=2")
+    if spec.spines is not None:
+        problems.append(f"spines={spec.spines}: tiers=1 has no spines; drop it or use tiers=2")
+    nodes = spec.nodes
+    per_switch = k * breakout  # NIC links one switch takes
+    if spec.placement == "rail":
+        needed, what = nodes, f"each rail's {nodes:,} NICs (one per node)"
+        most = per_switch * spec.gpus_per_node
+    else:
+        needed, what = nodes * spec.nics_per_node, f"the {nodes * spec.nics_per_node:,} NICs"
+        most = per_switch // spec.nics_per_node * spec.gpus_per_node
+    if needed > per_switch:
+        problems.append(f"tiers=1 puts {what} on one switch of radix={k}"
+                        + (f" ({breakout} NIC links a port)" if breakout > 1 else "")
+                        + f", which takes {per_switch:,}: at most {most:,} GPUs; use tiers=2 or auto")
+    if problems:
+        raise SpecError(problems)
+    rails = spec.nics_per_node
+    leaves = rails if spec.placement == "rail" else 1
+    return Plan(
+        tiers=1, placement=spec.placement, nodes=nodes, rails=rails, breakout=breakout,
+        leaf_down_ports=k, leaf_up_ports=0, nics_per_leaf=per_switch,
+        su_nodes=nodes if spec.placement == "rail" else nodes, sus=1, leaves=leaves, leaves_per_pod=leaves,
+        pods=1, spines_per_pod=0, spines=0, leaf_spine_links=0, spine_down_ports=0, spine_up_ports=0,
+        cores_per_group=0, cores=0, spine_core_links=0,
+    )
 
 
 def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int) -> Plan:

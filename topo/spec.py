@@ -25,7 +25,7 @@ from .errors import SpecError, did_you_mean, quote
 from .inputs import MAX_TABLE_BYTES, InputFileError, read_text
 
 #: Values of ``tiers``.
-TIERS = ("auto", 2, 3)
+TIERS = ("auto", 1, 2, 3)
 #: Values of ``placement``.
 PLACEMENTS = ("rail", "rack")
 #: The FRR release a current SONiC ships (sonic-buildimage rules/frr.mk), written as ``frr version``.
@@ -348,7 +348,7 @@ def _tiers(value: Any) -> str | int:
         value = int(value)
     if value in TIERS and not isinstance(value, bool):
         return value
-    raise ValueError(f"expected one of auto, 2, 3, got {quote(value)}")
+    raise ValueError(f"expected one of auto, 1, 2, 3, got {quote(value)}")
 
 
 def _one_of(allowed: tuple[str, ...]) -> Callable[[Any], str]:

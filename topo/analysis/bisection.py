@@ -901,6 +901,8 @@ def bisection(
     faults = faults or no_faults(fabric)
     if random_splits < 0:
         raise AnalysisError([f"random_splits={random_splits}: must be 0 or more"])
+    if fabric.plan.tiers == 1 and fabric.plan.placement == "rail" and fabric.spec.nics_per_node > 1:
+        return _rail_only(fabric, faults, random_splits, seed)
     tiers = tier_capacities(fabric)
     cut = least_cut(fabric)
     analytic = cut.gbps
@@ -945,5 +947,66 @@ def bisection(
     return Bisection(
         gbps=gbps, source=source, maxflow_gbps=worst.gbps, agrees=agrees, note=note, tiers=tiers,
         splits=flows, endpoint=kind, endpoints=int(endpoint.max()) + 1 if endpoint.size else 0,
+        links_down=faults.links_down, random_splits=random_splits, seed=seed, least_cut=cut,
+    )
+
+
+def _rail_only(fabric: Fabric, faults: Faults, random_splits: int, seed: int) -> Bisection:
+    """Bisection of a rail-only fabric (one switch per rail, no spines), whose rails meet only inside
+    the nodes: traffic between two GPUs crosses NVLink first (NCCL's PXN) to the GPU on the rail it
+    leaves by. Splits are therefore of whole nodes (a node split between the halves talks to itself
+    over NVLink); the flow network has the nodes too, each joined to its rails' switches by its live
+    NIC links and to the source (side A) or sink (side B) without limit, NVLink being far wider than
+    its NICs. The least balanced split puts half the nodes on each side: every rail then carries
+    ``floor(nodes / 2)`` NICs' worth across, half the NIC bandwidth.
+    """
+    plan, spec, links = fabric.plan, fabric.spec, fabric.links
+    host = np.flatnonzero(links.kind == 0)
+    node = links.lo[host].astype(np.int64)
+    leaf = links.hi[host].astype(np.int64) - fabric.first(1)
+    cap = np.where(faults.live[host], links.gbps[host], 0).astype(np.int64)
+    n, rails = plan.nodes, plan.leaves
+    total = int(links.gbps[host].sum(dtype=np.int64))
+    analytic = (n // 2) * rails * spec.nic_gbps
+    order = np.arange(n)
+    halves = [("half-of-the-nodes", "tier", order < (n + 1) // 2)]
+    rng = np.random.default_rng(seed)
+    for i in range(random_splits):
+        side = np.zeros(n, dtype=bool)
+        side[rng.permutation(n)[:(n + 1) // 2]] = True
+        halves.append((f"random-{i}", "random", side))
+    source, sink = n + rails, n + rails + 1
+    big = max(total, 1)
+
+    def value(side_a: np.ndarray) -> int:
+        a = side_a[node]
+        tails = np.concatenate([np.full(n, source)[side_a], node[a], leaf[~a] + n, order[~side_a]])
+        heads = np.concatenate([order[side_a], leaf[a] + n, node[~a], np.full(n, sink)[~side_a]])
+        caps = np.concatenate([np.full(int(side_a.sum()), big), cap[a], cap[~a], np.full(int((~side_a).sum()), big)])
+        graph = csr_matrix((caps.astype(np.int32), (tails, heads)), shape=(n + rails + 2,) * 2)
+        return int(maximum_flow(graph, source, sink, method="dinic").flow_value)
+
+    flows = tuple(SplitFlow(name, kind, value(side)) for name, kind, side in halves)
+    worst = min(flows, key=lambda f: f.gbps)
+    first = flows[0]
+    agrees = first.gbps == analytic
+    if faults.any:
+        note = (f"{faults.links_down} links are down: gbps is the analytic value of the intact fabric and does "
+                f"not apply; maxflow_gbps is measured with the faults")
+    else:
+        note = ("rail-only: the rails meet only inside the nodes (NVLink, NCCL's PXN), so the halves are of whole "
+                "nodes; " + ("max-flow on half-of-the-nodes equals the analytic value" if agrees else
+                             f"max-flow on half-of-the-nodes ({first.gbps} Gb/s) differs from the analytic value"))
+    side_links = halves[0][2][node]
+    split = Split("least-cut", "tier", side_links)
+    cut = LeastCut(gbps=analytic, exact=True, lower_gbps=analytic, method="rail-only", split=split, pods=1,
+                   pods_a=0, unit_leaves=rails, units_moved=0, endpoints_across=0, pod_uplink_gbps=0,
+                   unit_uplink_gbps=0, endpoint_gbps=rails * spec.nic_gbps)
+    gbps, source_name = analytic, "analytic"
+    if not faults.any and worst.gbps < analytic:
+        gbps, source_name = worst.gbps, "max-flow"
+    return Bisection(
+        gbps=gbps, source=source_name, maxflow_gbps=worst.gbps, agrees=agrees, note=note,
+        tiers=tier_capacities(fabric), splits=flows, endpoint="node", endpoints=n,
         links_down=faults.links_down, random_splits=random_splits, seed=seed, least_cut=cut,
     )

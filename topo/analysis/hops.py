@@ -187,6 +187,8 @@ def hop_counts(fabric: Fabric, faults: Faults | None = None) -> HopCounts:
     """
     faults = faults or no_faults(fabric)
     plan, spec = fabric.plan, fabric.spec
+    if plan.tiers == 1 and plan.placement == "rail" and spec.nics_per_node > 1:
+        return _rail_only(fabric, faults)
     ud = updown(fabric, faults)
     per_nic = gpus_per_nic(fabric)
     nic_leaf, nic_live = nic_table(fabric, faults)
@@ -232,6 +234,34 @@ def hop_counts(fabric: Fabric, faults: Faults | None = None) -> HopCounts:
         unreachable_cross_rail_pairs=unreachable - unreachable_same,
         diameter_links=diameter, diameter_switch_hops=diameter_hops, mean_links=mean,
         mean_switch_hops=mean_hops,
+    )
+
+
+def _rail_only(fabric: Fabric, faults: Faults) -> HopCounts:
+    """One switch per rail and no spines: GPUs on different rails reach each other through NVLink
+    first (NCCL's PXN: the message moves inside the sending node to the GPU on the destination's
+    rail), then 2 links through that rail's switch. A pair of nodes is reachable while some rail
+    has live NIC links on both; its GPU pairs are all 2 links apart.
+    """
+    plan, spec = fabric.plan, fabric.spec
+    per_nic = gpus_per_nic(fabric)
+    _, nic_live = nic_table(fabric, faults)
+    gpus = spec.gpus_per_node
+    patterns, count = np.unique(nic_live, axis=0, return_counts=True)
+    shared = (patterns.astype(np.int64) @ patterns.T.astype(np.int64)) > 0  # a common live rail
+    count = count.astype(np.int64)
+    node_pairs = int((np.outer(count, count) * shared).sum() - (count * shared.diagonal()).sum()) // 2
+    same_per_pair = int((per_nic * per_nic).sum())
+    gpus_total = plan.nodes * gpus
+    pairs = _pairs(gpus_total) - plan.nodes * _pairs(gpus)
+    same_all = int((_pairs(plan.nodes * per_nic) - plan.nodes * _pairs(per_nic)).sum())
+    total, same = node_pairs * gpus * gpus, node_pairs * same_per_pair
+    row = HopRow(2, 1, total, same, total - same)
+    return HopCounts(
+        gpus=gpus_total, pairs=pairs, distribution=(row,), unreachable_pairs=pairs - total,
+        unreachable_same_rail_pairs=same_all - same, unreachable_cross_rail_pairs=(pairs - total) - (same_all - same),
+        diameter_links=2 if total else None, diameter_switch_hops=1 if total else None,
+        mean_links=2.0 if total else None, mean_switch_hops=1.0 if total else None,
     )
 
 

@@ -343,6 +343,8 @@ def _bit_columns(bits: np.ndarray, position: np.ndarray) -> np.ndarray:
 def _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out):
     """Fill ``out`` columns 1..4 with the up-down path of every sub-flow, one port per stage."""
     plan, links = fabric.plan, fabric.links
+    if plan.tiers == 1:  # no spines: a sub-flow between two leaves has no path (its dist says so)
+        return
     leaf0, spine0, core0 = fabric.first(1), fabric.first(2), fabric.first(3)
     lp, sp, p = plan.leaves_per_pod, plan.spines_per_pod, plan.leaf_spine_links
 

@@ -150,7 +150,7 @@ def fabric_svg(fabric: Fabric) -> str:
            f'<title>{escape(s.name)}: {s.gpus:,} GPUs, {plan.tiers} tiers ({level})</title>\n',
            f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>\n',
            f'<text x="{MARGIN_X}" y="34" font-size="22" font-weight="bold">{escape(s.name)}: {s.gpus:,} GPUs, '
-           f'{plan.tiers}-tier {"rail-optimized" if plan.placement == "rail" else "rack"} fabric</text>\n',
+           f'{plan.tiers}-tier {("rail-only" if plan.tiers == 1 else "rail-optimized") if plan.placement == "rail" else "rack"} fabric</text>\n',
            f'<text x="{MARGIN_X}" y="60" font-size="14" fill="#444">'
            f'{_level_line(fabric, level, rows)}; written by topo {__version__}</text>\n']
     out.append('<g class="bundles">\n')

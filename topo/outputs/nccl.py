@@ -174,7 +174,12 @@ def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | Non
         qps = 1
         source = ("NCCL's default of 1, as no congestion analysis was given (topo analyze --qps N "
                   "compares values on this fabric)")
-    if spec.placement == "rail":
+    if spec.placement == "rail" and fabric.plan.tiers == 1:
+        cross_nic, cross_why = 0, ("Rail-only fabric: NIC r of every node is on the rail-r switch and the rails "
+                                   "meet only inside the nodes, so a connection must stay on one rail; traffic "
+                                   "between rails moves over NVLink first (PXN, on by default: leave "
+                                   "NCCL_PXN_DISABLE unset)")
+    elif spec.placement == "rail":
         cross_nic, cross_why = 0, ("Rail-optimized fabric: NIC r of every node is on a rail-r leaf, so "
                                    "rings and trees stay on one rail")
     else:

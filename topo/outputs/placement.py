@@ -334,9 +334,12 @@ def _pods(fabric: Fabric, units: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _top(fabric: Fabric, children: list[dict[str, Any]]) -> dict[str, Any]:
-    """The root of the tree: the spines (two tiers) or the cores (three), above ``children``."""
+    """The root of the tree: the spines (two tiers) or the cores (three), above ``children``; None
+    in one tier, whose one unit is the whole tree."""
     spec, names = fabric.spec, fabric.names
     spine0, core0 = fabric.first(2), fabric.first(3)
+    if fabric.plan.tiers == 1:
+        return None
     if fabric.plan.tiers == 2:
         switches = [names[i] for i in range(spine0, core0)]
         name, role = f"{spec.name}-spines", "spines"
@@ -353,15 +356,16 @@ def _top(fabric: Fabric, children: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _tree(units: list[dict[str, Any]], pods: list[dict[str, Any]], top: dict[str, Any],
+def _tree(units: list[dict[str, Any]], pods: list[dict[str, Any]], top: dict[str, Any] | None,
           rail: bool) -> list[dict[str, Any]]:
     """The tree, leaves first: one entry per unit, then the pods, then the top."""
     tree = [{"name": u["name"], "nodes": u["nodes"], "switches": None,
              "about": f"{u['name']}: rail leaves {u['leaves']}" if rail else ""} for u in units]
     tree += [{"name": p["name"], "nodes": None, "switches": p["units"],
               "about": f"{p['name']}: {_count(p['spine_count'], 'spine')}, {p['spines']}"} for p in pods]
-    tree.append({"name": top["name"], "nodes": None, "switches": top["children"],
-                 "about": f"{top['name']}: {_count(top['switch_count'], top['role'][:-1])}, {top['switches']}"})
+    if top is not None:
+        tree.append({"name": top["name"], "nodes": None, "switches": top["children"],
+                     "about": f"{top['name']}: {_count(top['switch_count'], top['role'][:-1])}, {top['switches']}"})
     return tree
 
 

@@ -237,8 +237,10 @@ def _tier_section(r: Review) -> dict[str, Any]:
         f"switches: radix {s['switch']['radix']} x {s['switch']['port_gbps']}G" + (f" ({model})" if model else " (no model named)"),
         f"{s['scalable_units']:,} {unit}{'s' if s['scalable_units'] != 1 else ''} of {s['su_nodes']} nodes"
         + (f", {s['pods']} pods" if s["tiers"] == 3 else ""),
-        f"parallel links: {s['parallel_links']['leaf-spine']} per leaf-spine pair"
-        + (f", {s['parallel_links']['spine-core']} per spine-core pair" if s["tiers"] == 3 else ""),
+        (f"parallel links: {s['parallel_links']['leaf-spine']} per leaf-spine pair"
+         + (f", {s['parallel_links']['spine-core']} per spine-core pair" if s["tiers"] == 3 else "")) if s["tiers"] > 1
+        else "one tier: no spines" + (", one switch per rail (rail-only: traffic between rails crosses NVLink "
+                                      "inside a node first)" if s["placement"] == "rail" else ""),
     ]
     return {"id": "tiers", "title": "Summary per tier", "blocks": [
         _items(lines),
@@ -626,7 +628,8 @@ def _compare_sections(reviews: Sequence[Review], paths: list[dict[str, str]],
                       shared: dict[str, str]) -> list[dict[str, Any]]:
     labels = [r.label for r in reviews]
     designs = [[r.label, r.source or "-", f"{r.summary.gpus:,}", f"{r.summary.tiers}",
-                "rail-optimized" if r.summary.placement == "rail" else "rack (ToR)",
+                ("rail-only" if r.summary.tiers == 1 else "rail-optimized") if r.summary.placement == "rail"
+                else "rack (ToR)",
                 f"{r.summary.radix} x {r.summary.port_gbps}G" + (f" ({r.summary.switch_model})" if r.summary.switch_model
                                                                  else "")] for r in reviews]
     sections: list[dict[str, Any]] = [
@@ -713,7 +716,8 @@ def report_context(reviews: Sequence[Review], paths: Sequence[dict[str, str]],
         r = reviews[0]
         s = r.summary
         title = f"Design review: {s.name}"
-        subtitle = (f"{s.gpus:,} GPUs, {s.tiers}-tier {'rail-optimized' if s.placement == 'rail' else 'rack (ToR)'} "
+        subtitle = (f"{s.gpus:,} GPUs, {s.tiers}-tier "
+                    f"{('rail-only' if s.tiers == 1 else 'rail-optimized') if s.placement == 'rail' else 'rack (ToR)'} "
                     f"fabric")
         sections = _design_sections(r, dict(paths[0]))
     return {"version": __version__, "title": title, "subtitle": subtitle, "compare": compare,

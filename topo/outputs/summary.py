@@ -136,7 +136,8 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         from .cabling import plan_cabling
         cabling = plan_cabling(fabric)
     per_tier = {t.tier: t for t in cabling.tiers}
-    ratios = [spec.oversubscription, spec.spine_oversubscription if plan.tiers == 3 else None, None]
+    # a tier's downlink:uplink; the top tier has no uplinks (in one tier, the leaves are the top)
+    ratios = [spec.oversubscription, spec.spine_oversubscription, None][:plan.tiers - 1] + [None] * 3
     rows = []
     for tier in range(1, plan.tiers + 1):
         mask = fabric.tier == tier
