@@ -77,6 +77,12 @@ SHAPES = {
     "two-tier-unnumbered-bfd": dict(gpus=256, unnumbered=True, bfd=True, qos="sonic"),
     "three-tier": dict(gpus=16, gpus_per_node=1, radix=4, tiers=3),
     "breakout-800g": dict(gpus=128, switch="eth-51t-64x800"),
+    # the shapes of docs/fabric.md "Fabric shapes"
+    "undersubscribed-15-17": dict(gpus=960, oversubscription="15:17"),
+    "grown-256-to-1024": dict(gpus=256, grow_to=1024),
+    "grown-three-tier": dict(gpus=32, gpus_per_node=1, radix=8, tiers=3, grow_to=64),
+    "rail-only": dict(gpus=64, tiers=1),
+    "single-switch-rack": dict(gpus=64, tiers=1, placement="rack"),
 }
 
 

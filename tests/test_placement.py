@@ -83,6 +83,10 @@ SHAPES = {
     "rack-2tier": dict(gpus=256, placement="rack"),
     # three tiers, rack placement: 4 pods of 8 leaves of 1 node
     "rack-3tier": dict(gpus=256, placement="rack", radix=16, tiers=3),
+    # the shapes of docs/fabric.md "Fabric shapes"
+    "rail-only": dict(gpus=512, tiers=1),
+    "grown-3tier": dict(gpus=1024, grow_to=4096),
+    "undersubscribed": dict(gpus=960, oversubscription="15:17"),
 }
 
 
@@ -286,6 +290,8 @@ def expected_tree(fabric) -> dict[str, dict]:
     for pod in facts["pods"]:
         kids = expand_hostlist(pod["units"])
         tree[pod["name"]] = {"nodes": [h for k in kids for h in tree[k]["nodes"]], "children": kids, "level": 1}
+    if facts["top"] is None:  # one tier: the one unit is the whole tree
+        return tree
     kids = expand_hostlist(facts["top"]["children"])
     tree[facts["top"]["name"]] = {"nodes": hosts_of(fabric), "children": kids,
                                   "level": 1 + max(tree[k]["level"] for k in kids)}
@@ -473,7 +479,8 @@ def parse_show_topology(text: str) -> dict[str, dict[str, str]]:
     return out
 
 
-SLURM_SHAPES = ["rail-2tier", "rail-3tier", "rail-3tier-wide-su", "rack-2tier", "rack-3tier"]
+SLURM_SHAPES = ["rail-2tier", "rail-3tier", "rail-3tier-wide-su", "rack-2tier", "rack-3tier", "rail-only", "grown-3tier",
+                "undersubscribed"]
 
 
 @needs_slurm
