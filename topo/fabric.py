@@ -316,6 +316,14 @@ def check_memory(spec: FabricSpec, plan: Plan, available: int | None = None) -> 
             f"{have / (1 << 30):.1f} GiB available"])
 
 
+def _addressing(spec: FabricSpec, plan: Plan, links: Links) -> Addressing:
+    """Addresses and ASNs of ``links``, each server link placed by its leaf and down-port slot."""
+    host = links.kind == 0
+    leaf = np.where(host, links.hi.astype(np.int64) - plan.nodes, 0)
+    slot = np.where(host, (links.hi_port.astype(np.int64) - 1) * plan.breakout + links.lane - 1, 0)
+    return plan_addressing(spec, plan, links.kind, leaf, slot)
+
+
 def _grown(spec: FabricSpec, plan: Plan) -> tuple[list[str], dict[str, np.ndarray], Links, Addressing]:
     """Today's part of the fabric of ``grow_to`` GPUs: that fabric is laid out whole (names, ports,
     addresses and ASNs), and the nodes, leaves and spines still to come are left out, so that every
@@ -329,10 +337,7 @@ def _grown(spec: FabricSpec, plan: Plan) -> tuple[list[str], dict[str, np.ndarra
         fnames[:plan.nodes] = node_names(spec)
     fvert = _vertex_arrays(fplan)
     flinks = _links(final, fplan)
-    host = flinks.kind == 0
-    leaf = np.where(host, flinks.hi.astype(np.int64) - fplan.nodes, 0)
-    slot = np.where(host, (flinks.hi_port.astype(np.int64) - 1) * fplan.breakout + flinks.lane - 1, 0)
-    faddr = plan_addressing(final, fplan, flinks.kind, leaf, slot)
+    faddr = _addressing(final, fplan, flinks)
     tier = fvert["tier"]
     index = np.arange(tier.size)
     keep = np.select([tier == 0, tier == 1, tier == 2],
@@ -382,10 +387,7 @@ def build_fabric(spec: FabricSpec) -> Fabric:
                          f"names must differ, also in case (switches are named after name={spec.name!r})"])
     vertices = _vertex_arrays(plan)
     links = _links(spec, plan)
-    host = links.kind == 0
-    leaf = np.where(host, links.hi.astype(np.int64) - plan.nodes, 0)
-    slot = np.where(host, (links.hi_port.astype(np.int64) - 1) * plan.breakout + links.lane - 1, 0)
-    addressing = plan_addressing(spec, plan, links.kind, leaf, slot)
+    addressing = _addressing(spec, plan, links)
     graph = _graph(spec, plan, names, vertices, links, addressing)
     return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
                   addressing=addressing, **vertices)

@@ -52,11 +52,20 @@ def _figure(salt: str):
 def _svg(fig, salt: str) -> str:
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", metadata={"Date": None})
-    text = buffer.getvalue()
     # matplotlib names ids after a hash of their content; prefix them with the plot's name so two
     # plots inline in one HTML page never define the same id
-    return text.replace('id="', f'id="{salt}-').replace("url(#", f"url(#{salt}-").replace(
-        'xlink:href="#', f'xlink:href="#{salt}-')
+    return prefix_ids(buffer.getvalue(), salt)
+
+
+def prefix_ids(svg: str, prefix: str) -> str:
+    """Every id of an SVG document, and every reference to one, prefixed with ``prefix-``: two
+    pictures inline in one HTML page then never share an id.
+
+    >>> prefix_ids('<clipPath id="c1"/><use xlink:href="#c1" clip-path="url(#c1)"/>', "p")
+    '<clipPath id="p-c1"/><use xlink:href="#p-c1" clip-path="url(#p-c1)"/>'
+    """
+    return svg.replace('id="', f'id="{prefix}-').replace("url(#", f"url(#{prefix}-").replace(
+        'href="#', f'href="#{prefix}-')
 
 
 def _size_label(size: int) -> str:
@@ -132,4 +141,4 @@ def utilisation_svg(histograms: Sequence[tuple[str, Sequence[int]]], salt: str =
     return _svg(fig, salt)
 
 
-__all__ = ["busbw_svg", "utilisation_svg"]
+__all__ = ["busbw_svg", "prefix_ids", "utilisation_svg"]

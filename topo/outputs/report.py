@@ -28,7 +28,7 @@ from .. import __version__
 from ..fabric import Fabric
 from .design import spec_and_inputs
 from .diagram import fabric_svg
-from .plots import busbw_svg, utilisation_svg
+from .plots import busbw_svg, prefix_ids, utilisation_svg
 from .templating import format_size, render_template, template_environment
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -684,19 +684,13 @@ def _compare_sections(reviews: Sequence[Review], paths: list[dict[str, str]],
             for block in section["blocks"]:
                 if block["kind"] == "figure":
                     block["name"] = f"{_slug(r.label)}-{block['name']}"
-                    block["svg"] = _resalt(block["svg"], _slug(r.label))
+                    block["svg"] = prefix_ids(block["svg"], _slug(r.label))
             sections.append(section)
     return sections
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "design"
-
-
-def _resalt(svg: str, prefix: str) -> str:
-    """The ids of an inline SVG prefixed, so that two pictures in one page never share one."""
-    return svg.replace('id="', f'id="{prefix}-').replace("url(#", f"url(#{prefix}-").replace(
-        'href="#', f'href="#{prefix}-')
 
 
 # --- the files ----------------------------------------------------------------------------------------
