@@ -401,3 +401,13 @@ def test_each_leaf_owns_one_server_block_and_advertises_it_as_one_route(spec):
     conf = next(text for path, text in config_files(fabric) if path == wanted)
     assert f"aggregate-address {blocks[leaf]} summary-only" in conf
     assert f"ip prefix-list SERVERS seq 10 permit {blocks[leaf]} ge 31 le 31" in conf
+
+
+def test_parallel_configs_do_not_take_an_earlier_builds_host_script():
+    """The host script is rendered in the parent process; after a serial render of another fabric
+    in the same process, a parallel render must still describe its own fabric."""
+    small = build_fabric(load_spec({"gpus": 16, "name": "other", "mtu": 1500}))
+    dict(config_files(small))  # leaves this process's worker state on the other fabric
+    fabric = build_fabric(load_spec({"gpus": 1024}))
+    parallel = dict(config_files(fabric, workers=2))["hosts/roce-qos.sh"]
+    assert parallel == dict(config_files(fabric))["hosts/roce-qos.sh"]

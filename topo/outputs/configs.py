@@ -446,10 +446,9 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
             done += len(chunk)
             if progress:
                 progress(done)
-    env, facts, shared = _WORKER["env"], _WORKER["facts"], _WORKER["shared"]
-    if facts is None:
+    if pool is not None:  # this process's worker state is another call's (or none): make this fabric's
         _init_worker(fabric, tuple(user_dirs))
-        env, shared = _WORKER["env"], _WORKER["shared"]
+    env, shared = _WORKER["env"], _WORKER["shared"]
     spec = fabric.spec
     node = {"gpus": spec.gpus_per_node, "nics": spec.nics_per_node,
             "rdma_devices": [rdma_device(i) for i in range(spec.nics_per_node)]}
