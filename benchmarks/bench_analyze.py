@@ -13,7 +13,9 @@ routes over the default 16 hash samples (fewer past the sub-flow budget, docs/mo
 slowest connection of each sample, NCCL's tuner, and the max-min rates of the median sample. ``extra`` is empty for the main rows; two more cases run by default at 65,536 GPUs:
 ``--order random --qps 4`` (a shuffled job with 4 queue pairs per connection: 4x the sub-flows,
 most of them crossing pods) and ``--fail-random 0.01`` (1% of the switch-to-switch links down: the
-analysis runs twice, with the faults and intact, for the comparison).
+analysis runs twice, with the faults and intact, for the comparison); and one at 131,072 GPUs on
+radix 128 with ``--planes 2 --nic-gbps 800`` (two planes of 400G NIC ports: twice the server links,
+and hops, ECMP width and the least cut worked out plane by plane).
 
 The parts of the analysis are timed inside that same call by wrapping the functions
 ``topo.analyze`` calls: ``hop_counts``, ``bisection``, ``ecmp_width`` and ``allreduce``, and inside
@@ -44,7 +46,7 @@ replaced by the tables, the target results and a description of the machine.
 Usage::
 
     python benchmarks/bench_analyze.py [--sizes GPUS[:RADIX] ...] [--heavy-sizes ...]
-        [--faults-sizes ...] [--networkx-sizes ...] [--repeat N] [--write-docs]
+        [--faults-sizes ...] [--planes-sizes ...] [--networkx-sizes ...] [--repeat N] [--write-docs]
 
 This is a benchmark, not a test: it is not collected by pytest.
 """
@@ -76,6 +78,9 @@ DEFAULT_SIZES = ("1024", "16384", "65536")
 HEAVY = {"order": "random", "qps": 4}
 FAULTS = {"fail_random": 0.01}
 DEFAULT_EXTRA_SIZES = ("65536",)
+#: A multi-plane case (spec fields besides gpus and radix): 800G NICs as two 400G ports in two planes.
+PLANES = {"planes": 2, "nic_gbps": 800}
+DEFAULT_PLANES_SIZES = ("131072:128",)
 
 #: Targets: on a 2-core machine, this many GPUs (radix 64) analysed in at most this many seconds
 #: (median of the runs, build excluded) with at most this peak memory (whole process), and the
@@ -148,9 +153,13 @@ def child_analyze(gpus: int, radix: int, extra: dict) -> None:
     from topo.fabric import build_fabric
     from topo.spec import load_spec
 
+    from topo.spec import FIELDS
+
+    spec_extra = {k: v for k, v in extra.items() if k in FIELDS}
+    extra = {k: v for k, v in extra.items() if k not in FIELDS}
     baseline = _maxrss_kib()
     build_start = time.perf_counter()
-    fabric = build_fabric(load_spec({"gpus": gpus, "radix": radix}))
+    fabric = build_fabric(load_spec({"gpus": gpus, "radix": radix, **spec_extra}))
     built = time.perf_counter()
     build_peak = _maxrss_kib()
     rss_before = _rss_kib()
@@ -164,7 +173,7 @@ def child_analyze(gpus: int, radix: int, extra: dict) -> None:
     print(json.dumps({
         "gpus": gpus,
         "radix": radix,
-        "extra": extra,
+        "extra": {**spec_extra, **extra},
         "tiers": fabric.plan.tiers,
         "links": len(fabric.links),
         "splits": len(result.bisection.splits),
@@ -476,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"sizes also analysed with `{flags(HEAVY)}` (none: skip) [65536]")
     parser.add_argument("--faults-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_EXTRA_SIZES],
                         help=f"sizes also analysed with `{flags(FAULTS)}` (none: skip) [65536]")
+    parser.add_argument("--planes-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_PLANES_SIZES],
+                        help=f"sizes also built and analysed with `{flags(PLANES)}` (none: skip) [131072:128]")
     parser.add_argument("--networkx-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_EXTRA_SIZES],
                         help="sizes of the networkx max-flow comparison (none: skip) [65536]")
     parser.add_argument("--repeat", type=int, default=3, help="runs per case [3]")
@@ -495,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat must be at least 1")
 
     plan = ([(g, r, {}) for g, r in args.sizes] + [(g, r, HEAVY) for g, r in args.heavy_sizes]
-            + [(g, r, FAULTS) for g, r in args.faults_sizes])
+            + [(g, r, FAULTS) for g, r in args.faults_sizes] + [(g, r, PLANES) for g, r in args.planes_sizes])
     cases = []
     for gpus, radix, extra in plan:
         runs = []

@@ -83,6 +83,9 @@ SHAPES = {
     "grown-three-tier": dict(gpus=32, gpus_per_node=1, radix=8, tiers=3, grow_to=64),
     "rail-only": dict(gpus=64, tiers=1),
     "single-switch-rack": dict(gpus=64, tiers=1, placement="rack"),
+    "two-planes": dict(gpus=128, nic_gbps=800, planes=2),
+    "two-planes-three-tier": dict(gpus=16, gpus_per_node=1, nics_per_node=1, nic_gbps=800, planes=2, radix=4,
+                                  tiers=3),
 }
 
 

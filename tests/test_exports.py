@@ -61,6 +61,9 @@ SHAPES = {
     "rail-only": dict(gpus=64, tiers=1),
     "grown": dict(gpus=256, grow_to=1024),
     "undersubscribed": dict(gpus=960, oversubscription="15:17"),
+    "two-planes": dict(gpus=128, nic_gbps=800, planes=2),
+    "two-planes-three-tier": dict(gpus=16, gpus_per_node=1, nics_per_node=1, nic_gbps=800, planes=2, radix=4,
+                                  tiers=3),
 }
 
 
@@ -244,10 +247,10 @@ def test_aggregation_accounts_for_everything(built):
     assert len({(e.a, e.b) for e in agg.edges}) == len(agg.edges)
     plan = fabric.plan
     per_tier = collections.Counter(g.tier for g in agg.groups)
-    groups_below = plan.sus if plan.placement == "rail" else plan.pods
-    assert per_tier[0] == per_tier[1] == groups_below
+    groups_below = plan.sus if plan.placement == "rail" else plan.plane_pods
+    assert per_tier[0] == groups_below and per_tier[1] == groups_below * plan.planes  # leaves: a group per plane
     assert per_tier[2] == (plan.pods if plan.tiers > 1 else 0)  # one tier: no spines
-    assert per_tier[3] == (plan.spines_per_pod if plan.tiers == 3 else 0)
+    assert per_tier[3] == (plan.spines_per_pod * plan.planes if plan.tiers == 3 else 0)
 
 
 def test_aggregate_groups_rack_leaves_by_pod():
@@ -326,7 +329,7 @@ def test_containerlab_endpoints_and_binds(built):
 
 @needs_schema
 @pytest.mark.parametrize("kind", ["linux", "sonic-vs"])
-@pytest.mark.parametrize("shape", ["two-tier", "three-tier", "rail-only"])
+@pytest.mark.parametrize("shape", ["two-tier", "three-tier", "rail-only", "two-planes"])
 def test_containerlab_passes_the_schema(kind, shape, tmp_path):
     fabric = build_fabric(load_spec(SHAPES[shape]))
     files = export_files(fabric, kind=kind)

@@ -87,6 +87,8 @@ SHAPES = {
     "rail-only": dict(gpus=512, tiers=1),
     "grown-3tier": dict(gpus=1024, grow_to=4096),
     "undersubscribed": dict(gpus=960, oversubscription="15:17"),
+    "two-planes": dict(gpus=1024, switch="eth-51t-128x400", nic_gbps=800, planes=2),
+    "two-planes-rack-3tier": dict(gpus=256, placement="rack", radix=16, tiers=3, nic_gbps=800, planes=2),
 }
 
 
@@ -312,8 +314,15 @@ def test_topology_conf_is_the_expected_tree(shape):
             assert set(fields) == {"Switches"} and expand_hostlist(fields["Switches"]) == tree[name]["children"]
     placed = [h for name in leaves for h in tree[name]["nodes"]]
     assert sorted(placed) == sorted(hosts_of(fabric))  # every node under exactly one leaf entry
-    if fabric.plan.placement == "rack":
+    if fabric.plan.placement == "rack" and fabric.plan.planes == 1:
         assert leaves == {fabric.names[i] for i in range(fabric.first(1), fabric.first(2))}
+    if fabric.plan.planes > 1 and fabric.plan.tiers == 3:  # pod p stands for pod p of every plane
+        assert [n for n in conf if "-pod" in n] == [f"cluster-pod{p:02d}" for p in range(fabric.plan.plane_pods)]
+
+
+def test_a_rack_of_a_multi_plane_fabric_stands_for_its_leaf_in_every_plane():
+    conf = placement_files(fabric_of("two-planes-rack-3tier"))["placement/topology.conf"]
+    assert "# cluster-rack00: leaves cluster-pl0-leaf-00,cluster-pl1-leaf-00\nSwitchName=cluster-rack00 Nodes=cluster-node0000" in conf
 
 
 def test_three_tier_tree_has_pods_unless_an_su_spans_pods():
@@ -480,7 +489,7 @@ def parse_show_topology(text: str) -> dict[str, dict[str, str]]:
 
 
 SLURM_SHAPES = ["rail-2tier", "rail-3tier", "rail-3tier-wide-su", "rack-2tier", "rack-3tier", "rail-only", "grown-3tier",
-                "undersubscribed"]
+                "undersubscribed", "two-planes", "two-planes-rack-3tier"]
 
 
 @needs_slurm

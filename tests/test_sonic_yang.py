@@ -387,6 +387,7 @@ BUILDS = {
     "undersubscribed-15-17": dict(gpus=960, oversubscription="15:17"),
     "grown-256-to-1024": dict(gpus=256, grow_to=1024),
     "rail-only": dict(gpus=64, tiers=1),
+    "b300-two-planes": dict(gpus=512, switch="eth-51t-128x400", nic_gbps=800, planes=2),
 }
 #: Builds whose configs SONiC refuses, with yanglint's error for every one of their configs and why:
 #: none now. (Fractional cable lengths, which sonic-cable-length.yang's "[0-9]+m" refuses, are rounded

@@ -134,6 +134,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("gpus_per_node", "--gpus-per-node", {"type": click.INT, "help": "GPUs per server [8]."}),
     ("nics_per_node", "--nics-per-node", {"type": click.INT, "help": "NICs (rails) per server [one per GPU]."}),
     ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [400]."}),
+    ("planes", "--planes", {"type": click.INT, "metavar": "N", "help": "Planes: each NIC has N ports of nic-gbps/N, port p into plane p, and no link joins two planes [1]."}),
     ("switch", "--switch", {"help": "Switch model from the catalogue (see 'topo switches'); sets radix and port speed."}),
     ("platform", "--platform", {"help": "SONiC SKU of the switch model (see 'topo switches') [the model's]."}),
     ("switch_watts", "--switch-watts", {"type": click.FLOAT, "metavar": "W",
@@ -397,10 +398,11 @@ def summary_table(summary: Summary) -> str:
     unit = "scalable units" if s.placement == "rail" else "racks"
     head = [
         f"{s.name}: {s.gpus:,} GPUs on {_plural(s.nodes, 'node')} ({_plural(s.gpus_per_node, 'GPU')}, "
-        f"{s.nics_per_node} x {s.nic_gbps}G {'NIC' if s.nics_per_node == 1 else 'NICs'} each), "
-        f"{kind}, {_plural(s.tiers, 'tier')}",
+        f"{s.nics_per_node} x {s.nic_gbps}G {'NIC' if s.nics_per_node == 1 else 'NICs'} each"
+        + (f", {s.planes} x {s.nic_gbps // s.planes}G ports a NIC" if s.planes > 1 else "") + "), "
+        f"{kind}, {_plural(s.tiers, 'tier')}" + (f", {s.planes} planes" if s.planes > 1 else ""),
         f"switches: radix {s.radix} x {s.port_gbps}G{model}; "
-        f"{_plural(s.scalable_units, unit[:-1])} of {_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" if s.tiers == 3 else ""),
+        f"{_plural(s.scalable_units, unit[:-1])} of {_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" + (" a plane" if s.planes > 1 else "") if s.tiers == 3 else ""),
         *([f"parallel links: {s.leaf_spine_parallel} per leaf-spine pair"
            + (f", {s.spine_core_parallel} per spine-core pair" if s.tiers == 3 else "")] if s.tiers > 1 else []),
         *([growth_line(s.growth)] if s.growth else []),

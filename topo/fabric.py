@@ -10,7 +10,7 @@ graph is filled from them in one pass. Node and edge attributes are documented i
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import networkx as nx
@@ -19,7 +19,7 @@ import numpy as np
 from .addressing import Addressing, ip_text, link_counts, plan_addressing
 from .catalog import switch_catalog
 from .errors import SpecError, quote
-from .sizing import Plan, final_spec, plan_fabric
+from .sizing import Plan, final_spec, plan_fabric, plane_spec
 from .spec import FabricSpec, node_names
 
 #: Vertex roles by tier number (tier 0 is a server).
@@ -68,7 +68,10 @@ class Fabric:
         Scalable unit (servers, leaves), pod (servers, leaves, spines), rail (rail leaves); -1 where
         it does not apply. ``rail`` of a core is -1; its group is in ``group``.
     group : ndarray of int32
-        Core group (= spine position in its pod) of cores; -1 elsewhere.
+        Core group (= spine position in its pod) of cores; -1 elsewhere. With planes, pods and
+        core groups are numbered across the planes (plane 0's first).
+    plane : ndarray of int32
+        Plane of each switch (0 in a one-plane fabric); -1 for a server, which is in every plane.
     links : Links
     addressing : Addressing
         ASNs, loopbacks and link /31s (see :mod:`topo.addressing`).
@@ -84,6 +87,7 @@ class Fabric:
     pod: np.ndarray
     rail: np.ndarray
     group: np.ndarray
+    plane: np.ndarray
     links: Links
     graph: nx.MultiGraph
     addressing: Addressing
@@ -113,7 +117,21 @@ def _width(count: int, least: int) -> int:
 
 
 def _names(spec: FabricSpec, plan: Plan) -> list[str]:
-    """Readable, deterministic, sortable names for every vertex, in index order."""
+    """Readable, deterministic, sortable names for every vertex, in index order.
+
+    With planes, each switch name carries its plane after the fabric's name
+    (``cluster-pl1-leaf-su00-r3``), and each tier lists plane 0's switches first.
+    """
+    if plan.planes > 1:
+        one = _plane_plan(plan)
+        per_plane = [_names(replace(plane_spec(spec), name=f"{spec.name}-pl{q}"), one)[one.nodes:]
+                     for q in range(plan.planes)]
+        names = node_names(spec)
+        bounds = np.cumsum([0, one.leaves, one.spines, one.cores]).tolist()
+        for t in range(3):
+            for plane_names in per_plane:
+                names += plane_names[bounds[t]:bounds[t + 1]]
+        return names
     p = spec.name
     names = node_names(spec)
     if plan.placement == "rail":
@@ -200,10 +218,87 @@ def _vertex_arrays(plan: Plan) -> dict[str, np.ndarray]:
     pod[:n] = first_leaf // plan.leaves_per_pod
     pod[n + L:n + L + S] = np.arange(S) // plan.spines_per_pod
     group[n + L + S:] = np.arange(C) // max(plan.cores_per_group, 1)
-    return {"tier": tier, "su": su, "pod": pod, "rail": rail, "group": group}
+    return {"tier": tier, "su": su, "pod": pod, "rail": rail, "group": group,
+            "plane": np.where(tier > 0, 0, -1).astype(np.int32)}
+
+
+def _vertices(plan: Plan) -> dict[str, np.ndarray]:
+    return _planar_vertex_arrays(plan) if plan.planes > 1 else _vertex_arrays(plan)
+
+
+def _plane_plan(plan: Plan) -> Plan:
+    """One plane of a multi-plane plan (itself for one plane)."""
+    if plan.planes == 1:
+        return plan
+    return replace(plan, planes=1, rails=plan.nic_rails, leaves=plan.plane_leaves, pods=plan.plane_pods,
+                   spines=plan.plane_spines, cores=plan.plane_cores)
+
+
+def _plane_maps(plan: Plan) -> tuple[Plan, list[np.ndarray]]:
+    """One plane's plan, and for each plane the global index of each of that plane's vertices."""
+    one = _plane_plan(plan)
+    n, counts = one.nodes, (one.leaves, one.spines, one.cores)
+    starts = np.cumsum([n, *(c * plan.planes for c in counts)])[:-1]
+    maps = []
+    for q in range(plan.planes):
+        parts = [np.arange(n)] + [starts[t] + q * c + np.arange(c) for t, c in enumerate(counts)]
+        maps.append(np.concatenate(parts).astype(np.int64))
+    return one, maps
+
+
+def _planar_vertex_arrays(plan: Plan) -> dict[str, np.ndarray]:
+    """The vertex arrays of a multi-plane fabric: each plane's, pods and core groups numbered on."""
+    one, maps = _plane_maps(plan)
+    single = _vertex_arrays(one)
+    total = plan.nodes + plan.leaves + plan.spines + plan.cores
+    out = {key: np.full(total, -1, dtype=value.dtype) for key, value in single.items()}
+    for q, where in enumerate(maps):
+        for key, value in single.items():
+            out[key][where] = value
+        switches = where[one.nodes:]
+        out["plane"][switches] = q
+        shifted = single["pod"][one.nodes:] >= 0
+        out["pod"][switches[shifted]] += q * one.pods
+        grouped = single["group"][one.nodes:] >= 0
+        out["group"][switches[grouped]] += q * one.spines_per_pod
+    out["pod"][:plan.nodes] = single["pod"][:plan.nodes]  # a server's pod in every plane (plane 0's number)
+    return out
+
+
+def _planar_links(spec: FabricSpec, plan: Plan) -> Links:
+    """Every plane's links, in the order of one plane's (server links by server and port, then
+    leaf-spine, then spine-core), planes one after another within a kind. Port ``p`` of NIC ``r``
+    is the server's link ``r * planes + p``; it goes into plane ``p``."""
+    one, maps = _plane_maps(plan)
+    single = _links(plane_spec(spec), one)
+    n_planes = plan.planes
+    host = single.kind == 0
+    parts = []
+    # server links: node-major, then NIC, then plane (the server's port order)
+    hl = np.flatnonzero(host)
+    order = np.argsort(single.lo[hl].astype(np.int64) * one.rails + single.lo_port[hl], kind="stable")
+    hl = hl[order]
+    node = np.repeat(single.lo[hl].astype(np.int64), n_planes)
+    nic = np.repeat(single.lo_port[hl].astype(np.int64), n_planes)
+    q = np.tile(np.arange(n_planes), hl.size)
+    hi = np.stack([maps[p][single.hi[hl]] for p in range(n_planes)], axis=1).ravel()
+    parts.append((node, hi, nic * n_planes + q, np.repeat(single.hi_port[hl], n_planes),
+                  np.repeat(single.lane[hl], n_planes), np.zeros(node.size, np.int8),
+                  np.repeat(single.gbps[hl], n_planes)))
+    for kind in (1, 2):
+        rows = np.flatnonzero(single.kind == kind)
+        for p in range(n_planes):
+            parts.append((maps[p][single.lo[rows]], maps[p][single.hi[rows]], single.lo_port[rows],
+                          single.hi_port[rows], single.lane[rows], single.kind[rows], single.gbps[rows]))
+    lo, hi, lo_port, hi_port, lane, kind, gbps = (np.concatenate([part[i] for part in parts]) for i in range(7))
+    return Links(lo=lo.astype(np.int32), hi=hi.astype(np.int32), lo_port=lo_port.astype(np.int16),
+                 hi_port=hi_port.astype(np.int16), lane=lane.astype(np.int8), kind=kind.astype(np.int8),
+                 gbps=gbps.astype(np.int32))
 
 
 def _links(spec: FabricSpec, plan: Plan) -> Links:
+    if plan.planes > 1:
+        return _planar_links(spec, plan)
     leaf0 = plan.nodes
     spine0 = leaf0 + plan.leaves
     core0 = spine0 + plan.spines
@@ -213,7 +308,7 @@ def _links(spec: FabricSpec, plan: Plan) -> Links:
     cols = [np.concatenate([part[i] for part in parts]) for i in range(5)]
     sizes = [len(part[0]) for part in parts]
     kind = np.repeat(np.arange(len(parts), dtype=np.int8), sizes)
-    speeds = [spec.nic_gbps] + [spec.port_gbps] * (len(parts) - 1)
+    speeds = [spec.nic_port_gbps] + [spec.port_gbps] * (len(parts) - 1)
     gbps = np.repeat(np.asarray(speeds, dtype=np.int32), sizes)
     lo, hi, lo_port, hi_port, lane = cols
     return Links(
@@ -227,9 +322,10 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
     """Fill the MultiGraph from the arrays in bulk (attributes documented in docs/fabric.md)."""
     g = nx.MultiGraph(name=spec.name)
     tier = v["tier"].tolist()
-    su, pod, rail, group = (v[k].tolist() for k in ("su", "pod", "rail", "group"))
+    su, pod, rail, group, plane = (v[k].tolist() for k in ("su", "pod", "rail", "group", "plane"))
+    planes = plan.planes
     first = [0, plan.nodes, plan.nodes + plan.leaves, plan.nodes + plan.leaves + plan.spines]
-    gpus, nics, radix = spec.gpus_per_node, spec.nics_per_node, spec.radix
+    gpus, nics, radix = spec.gpus_per_node, spec.nic_ports, spec.radix
     asn = addressing.asn.tolist()
     loopback = [""] * plan.nodes + ip_text(addressing.loopback[plan.nodes:])
 
@@ -248,6 +344,8 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
                 a["pod"] = pod[i]
             else:
                 a["group"] = group[i]
+            if planes > 1:
+                a["plane"] = plane[i]
         return a
 
     g.add_nodes_from((name, attrs(i)) for i, name in enumerate(names))
@@ -270,6 +368,8 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
         a = {"kind": LINK_KINDS[k], "bandwidth_gbps": gbps[e], lo_name: lo_port[e], hi_name: hi_port[e]}
         if k == 0:
             a["lane"] = lane[e]
+            if planes > 1:
+                a["plane"] = lo_port[e] % planes
         return names[lo[e]], names[hi[e]], key[e], a
 
     g.add_edges_from(edge(e) for e in range(len(links)))
@@ -335,14 +435,15 @@ def _grown(spec: FabricSpec, plan: Plan) -> tuple[list[str], dict[str, np.ndarra
     fnames = _names(final, fplan)
     if spec.hostname_table is not None:  # a table names today's nodes only
         fnames[:plan.nodes] = node_names(spec)
-    fvert = _vertex_arrays(fplan)
+    fvert = _vertices(fplan)
     flinks = _links(final, fplan)
     faddr = _addressing(final, fplan, flinks)
     tier = fvert["tier"]
     index = np.arange(tier.size)
+    plane = fvert["plane"].astype(np.int64)  # today's leaves and spines are the first of each plane's
     keep = np.select([tier == 0, tier == 1, tier == 2],
-                     [index < plan.nodes, index - fplan.nodes < plan.leaves,
-                      index - fplan.nodes - fplan.leaves < plan.spines], True)
+                     [index < plan.nodes, index - fplan.nodes - plane * fplan.plane_leaves < plan.plane_leaves,
+                      index - fplan.nodes - fplan.leaves - plane * fplan.plane_spines < plan.plane_spines], True)
     new = np.cumsum(keep) - 1
     kept_links = keep[flinks.lo] & keep[flinks.hi]
     links = Links(lo=new[flinks.lo[kept_links]].astype(np.int32), hi=new[flinks.hi[kept_links]].astype(np.int32),
@@ -385,9 +486,63 @@ def build_fabric(spec: FabricSpec) -> Fabric:
         clash = next(n for n in names[:plan.nodes] if n.lower() in switches)
         raise SpecError([f"hostnames: host name {quote(clash)} is also the name of a switch; host and switch "
                          f"names must differ, also in case (switches are named after name={spec.name!r})"])
-    vertices = _vertex_arrays(plan)
+    vertices = _vertices(plan)
     links = _links(spec, plan)
     addressing = _addressing(spec, plan, links)
     graph = _graph(spec, plan, names, vertices, links, addressing)
     return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
                   addressing=addressing, **vertices)
+
+
+def plane_members(fabric: Fabric, plane: int) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices of one plane (every server, then the plane's switches; their indices, in the
+    order of :func:`plane_view`) and its links (a mask over the fabric's links)."""
+    plan = fabric.plan
+    if plan.planes == 1:
+        return np.arange(len(fabric.names)), np.ones(len(fabric.links), dtype=bool)
+    where = _plane_maps(plan)[1][plane]
+    mine = np.zeros(len(fabric.names), dtype=bool)
+    mine[where] = True
+    links = fabric.links
+    keep = mine[links.lo] & mine[links.hi]
+    keep &= (links.kind != 0) | (links.lo_port.astype(np.int64) % plan.planes == plane)
+    return where, keep
+
+
+def plane_view(fabric: Fabric, plane: int) -> Fabric:
+    """One plane of a multi-plane fabric as a fabric of its own: every server, that plane's
+    switches and the links among them, numbered as a one-plane fabric of the plane's spec
+    (:func:`topo.sizing.plane_spec`) numbers them; its server links' NIC index is the NIC's (the
+    port's device number divided by ``planes``). Names, ports and addresses are the fabric's. It
+    has no graph (``graph`` is None): it is for the analyses, which read the arrays.
+
+    >>> from topo.spec import load_spec
+    >>> f = build_fabric(load_spec({"gpus": 512, "switch": "eth-51t-128x400", "nic_gbps": 800, "planes": 2}))
+    >>> v = plane_view(f, 1)
+    >>> v.count(1), v.count(2), len(v.links), v.names[v.first(1)]
+    (8, 4, 1024, 'cluster-pl1-leaf-su00-r0')
+    """
+    plan = fabric.plan
+    if plan.planes == 1:
+        return fabric
+    one = _plane_plan(plan)
+    where, keep = plane_members(fabric, plane)
+    local = np.full(len(fabric.names), -1, dtype=np.int64)
+    local[where] = np.arange(where.size)
+    links = fabric.links
+    host = links.kind == 0
+    lo_port = np.where(host, links.lo_port // plan.planes, links.lo_port)
+    view_links = Links(lo=local[links.lo[keep]].astype(np.int32), hi=local[links.hi[keep]].astype(np.int32),
+                       lo_port=lo_port[keep].astype(np.int16), hi_port=links.hi_port[keep],
+                       lane=links.lane[keep], kind=links.kind[keep], gbps=links.gbps[keep])
+    vertices = {"tier": fabric.tier[where], "su": fabric.su[where], "rail": fabric.rail[where],
+                "pod": np.where((fabric.tier[where] > 0) & (fabric.pod[where] >= 0), fabric.pod[where] - plane * one.pods,
+                                fabric.pod[where]),
+                "group": np.where(fabric.group[where] >= 0, fabric.group[where] - plane * one.spines_per_pod, -1),
+                "plane": np.where(fabric.tier[where] > 0, 0, -1).astype(np.int32)}
+    vertices = {k: v.astype(fabric.su.dtype if k != "tier" else fabric.tier.dtype) for k, v in vertices.items()}
+    a = fabric.addressing
+    addressing = Addressing(asn=a.asn[where], loopback=a.loopback[where], link_ip=a.link_ip[keep],
+                            asn_size=a.asn_size, lanes_per_port=a.lanes_per_port)
+    return Fabric(spec=plane_spec(fabric.spec), plan=one, names=tuple(fabric.names[i] for i in where.tolist()),
+                  links=view_links, graph=None, addressing=addressing, **vertices)  # type: ignore[arg-type]

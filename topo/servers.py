@@ -1163,7 +1163,7 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
     ...
     topo.errors.SpecError: server: unknown server profile 'hgx-h100-8nik' (did you mean 'hgx-h100-8nic'?); known: hgx-h100-4nic, hgx-h100-8nic, or the path of a YAML profile (docs/nccl.md)
     """
-    gpn, npn, gbps = spec.gpus_per_node, spec.nics_per_node, spec.nic_gbps
+    gpn, npn, gbps = spec.gpus_per_node, spec.nic_ports, spec.nic_port_gbps  # a NIC port is a device
     shipped = server_profiles()
     value = spec.server
     if value is None:
@@ -1189,17 +1189,20 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
 
 def check_server(profile: ServerProfile, spec: "FabricSpec") -> None:
     """Raise SpecError when a profile's GPU count, NIC count or NIC speed differs from the spec's."""
-    gpn, npn, gbps = spec.gpus_per_node, spec.nics_per_node, spec.nic_gbps
+    gpn, npn, gbps = spec.gpus_per_node, spec.nic_ports, spec.nic_port_gbps  # a NIC port is a device
     problems = []
+    nics = f"nics_per_node={npn}" if spec.planes == 1 else \
+        f"nics_per_node={spec.nics_per_node} x planes={spec.planes} = {npn} NIC ports (one RDMA device each)"
+    speed = f"nic_gbps={gbps}" if spec.planes == 1 else f"nic_gbps={spec.nic_gbps} / planes={spec.planes} = {gbps}"
     if (profile.gpu_count, profile.nic_count) != (gpn, npn):
         problems.append(
             f"server={profile.name} has {profile.gpu_count} GPUs and {profile.nic_count} NICs per node, but "
-            f"gpus_per_node={gpn} and nics_per_node={npn}")
+            f"gpus_per_node={gpn} and {nics}")
     speeds = sorted({n.speed_mbps for n in profile.nics})
     if speeds != [gbps * 1000]:
         shown = " and ".join(f"{s:,} Mb/s" for s in speeds)
         problems.append(
-            f"server={profile.name}: NIC speed {shown} does not match nic_gbps={gbps} "
+            f"server={profile.name}: NIC speed {shown} does not match {speed} "
             f"({gbps * 1000:,} Mb/s); NCCL takes the file's speed over what it detects")
     if problems:
         raise SpecError(problems)

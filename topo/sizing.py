@@ -46,6 +46,31 @@ class Plan:
     cores_per_group: int  #: cores that spine j of every pod connects to (core group j)
     cores: int
     spine_core_links: int  #: parallel links between a spine and each core of its group
+    planes: int = 1  #: planes; the other counts are of one plane, except the totals below
+
+    # With planes > 1, rails (links of a node), leaves, pods, spines and cores are totals over the
+    # planes; every other count is one plane's (each plane is the same fabric).
+
+    @property
+    def plane_leaves(self) -> int:
+        return self.leaves // self.planes
+
+    @property
+    def plane_pods(self) -> int:
+        return self.pods // self.planes
+
+    @property
+    def plane_spines(self) -> int:
+        return self.spines // self.planes
+
+    @property
+    def plane_cores(self) -> int:
+        return self.cores // self.planes
+
+    @property
+    def nic_rails(self) -> int:
+        """NICs of a node (rails of one plane)."""
+        return self.rails // self.planes
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -184,6 +209,8 @@ def plan_fabric(spec: FabricSpec) -> Plan:
     >>> plan.tiers, plan.leaves, plan.spines, plan.leaf_spine_links, plan.cores
     (2, 32, 16, 2, 0)
     """
+    if spec.planes > 1:
+        return _plan_planes(spec)
     if spec.grow_to is not None and spec.grow_to > spec.gpus:
         return _plan_grown(spec)
     if spec.tiers == 1:
@@ -224,6 +251,32 @@ def plan_fabric(spec: FabricSpec) -> Plan:
     if tiers == 2:
         return _plan_two_tiers(spec, shape, nodes, sus, leaves)
     return _plan_three_tiers(spec, shape, nodes, sus, leaves)
+
+
+def plane_spec(spec: FabricSpec) -> FabricSpec:
+    """The spec of one plane of a multi-plane fabric: one NIC port (``nic_gbps / planes``) per NIC."""
+    if spec.planes == 1:
+        return spec
+    return replace(spec, planes=1, nic_gbps=spec.nic_gbps // spec.planes)
+
+
+def _plan_planes(spec: FabricSpec) -> Plan:
+    """``planes`` copies of one plane's fabric, sharing the servers: NIC port p of every NIC goes
+    into plane p, and no link joins two planes.
+
+    >>> from topo.spec import load_spec
+    >>> p = plan_fabric(load_spec({"gpus": 512, "switch": "eth-51t-128x400", "nic_gbps": 800, "planes": 2}))
+    >>> p.leaves, p.spines, p.plane_leaves, p.rails
+    (16, 8, 8, 16)
+    """
+    try:
+        one = plan_fabric(plane_spec(spec))
+    except SpecError as exc:
+        port = spec.nic_gbps // spec.planes
+        raise SpecError([f"planes={spec.planes} (each plane's NIC ports {port}G): {p}" for p in exc.problems]) from None
+    n = spec.planes
+    return replace(one, planes=n, rails=one.rails * n, leaves=one.leaves * n, pods=one.pods * n,
+                   spines=one.spines * n, cores=one.cores * n)
 
 
 def _spines_for(

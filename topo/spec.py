@@ -50,6 +50,8 @@ MAX_BREAKOUT = 8
 MAX_PER_NODE = 64
 #: Fastest link, in Gb/s (a 1.6T port is 1,600).
 MAX_GBPS = 12_800
+#: Most planes a fabric may have (a NIC port of a 1.6T NIC split eight ways is 200G).
+MAX_PLANES = 8
 #: Most spines a spec may ask for (per pod in three tiers).
 MAX_SPINES = 4096
 #: Largest down:up ratio, and most digits in either number of one.
@@ -82,6 +84,7 @@ class FabricSpec:
     gpus_per_node: int = 8
     nics_per_node: int = 8
     nic_gbps: int = 400
+    planes: int = 1
     switch: str | None = None
     platform: str | None = None
     switch_watts: float | None = None
@@ -118,6 +121,24 @@ class FabricSpec:
     def nodes(self) -> int:
         """Servers in the fabric."""
         return self.gpus // self.gpus_per_node
+
+    @property
+    def nic_ports(self) -> int:
+        """Fabric links of one server: each NIC's ``planes`` ports, one into each plane.
+
+        A port is its own RDMA device (a PCI function of the NIC), so the NCCL topology, the host
+        configs and the all-reduce model see ``nic_ports`` devices of ``nic_port_gbps`` each.
+
+        >>> s = load_spec({"gpus": 512, "nic_gbps": 800, "planes": 2})
+        >>> s.nic_ports, s.nic_port_gbps
+        (16, 400)
+        """
+        return self.nics_per_node * self.planes
+
+    @property
+    def nic_port_gbps(self) -> int:
+        """Speed of one NIC port (one link into one plane): ``nic_gbps / planes``."""
+        return self.nic_gbps // self.planes
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data; :func:`load_spec` reads it back to the same spec."""
@@ -470,6 +491,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "gpus_per_node": _bounded(MAX_PER_NODE, "GPUs in one server"),
     "nics_per_node": lambda value: None if value is None else _bounded(MAX_PER_NODE, "NICs in one server")(value),
     "nic_gbps": _gbps,
+    "planes": _bounded(MAX_PLANES, "planes"),
     "switch": _switch,
     "platform": _platform,
     "switch_watts": _switch_watts,
@@ -883,9 +905,19 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
             f"radix={radix} must be even and at least 4 (ports split between downlinks and uplinks)"
         )
     nic_gbps, port_gbps = values.get("nic_gbps"), values.get("port_gbps")
+    planes = values.get("planes", 1)
+    if nic_gbps is not None and isinstance(planes, int) and planes > 1:
+        if nic_gbps % planes:
+            problems.append(f"nic_gbps={nic_gbps} does not split into planes={planes} ports of equal whole Gb/s "
+                            f"(each NIC has one port into each plane)")
+            nic_gbps = None
+        else:
+            nic_gbps //= planes  # the speed of one link: a NIC port into one plane
+    what = (f"nic_gbps={nic_gbps}" if planes == 1 or nic_gbps is None
+            else f"nic_gbps={values['nic_gbps']} in planes={planes} ({nic_gbps}G a port)")
     if nic_gbps is not None and port_gbps is not None and port_gbps % nic_gbps:
         problems.append(
-            f"nic_gbps={nic_gbps} does not divide port_gbps={port_gbps}: a switch port must carry a "
+            f"{what} does not divide port_gbps={port_gbps}: a switch port must carry a "
             f"whole number of NIC links (1 or a breakout of {port_gbps}G into equal lanes)"
         )
     platform = values.get("platform")

@@ -26,7 +26,7 @@ from .tuner import (COLLNET_CHAIN, COLLNET_DIRECT, DEFAULT_CONSTANTS, NCCL_VERSI
                     Comm, bus_bandwidth, load_constants, tune)
 from .congestion import CC_MODES, Rates, solve_rates
 from .ecmp import EcmpWidth, ecmp_width
-from .faults import Faults, apply_faults, no_faults
+from .faults import Faults, apply_faults, no_faults, plane_names
 from .hops import HopCounts, hop_counts
 from .routing import HASH_FIELDS, ROUTING_MODES, Routes, port_tables, route
 from .updown import updown
@@ -280,7 +280,7 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     spec = fabric.spec
     node = node or node_model_of(fabric)
     order = job_nodes(fabric, options.job_gpus, options.order, options.seed)
-    k = spec.nics_per_node
+    k = spec.nic_ports
     tables = port_tables(fabric)
     nic_link = tables.nic_link
     live_nics = faults.live[nic_link[(order[:, None] * k + np.arange(k)[None, :])]]
@@ -296,8 +296,8 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
         routing = "ecmp" if is_ethernet(fabric) else "dmodk"
     efficiency = options.link_efficiency
     pcie_gbps = _pcie_gbps(node)
-    nic_usable = min(spec.nic_gbps * efficiency, pcie_gbps)
-    layout = channel_layout(node, n, nic_usable, live_nics, options.channels)
+    nic_usable = min(spec.nic_port_gbps * efficiency, pcie_gbps)
+    layout = channel_layout(node, n, nic_usable, live_nics, options.channels, fabric.plan.planes)
     sharp = options.sharp
     if sharp and is_ethernet(fabric):
         raise AnalysisError(["--sharp: in-network reduction (SHARP, NCCL's CollNet) needs an InfiniBand "
@@ -478,7 +478,7 @@ def _base_pattern(fabric, options, faults, ud, tables, routing, order, layout, p
     base = route_some(slice(None), options.hash_seed % 2**32)
     capacity = _capacity(base, fabric, pcie_gbps, options.link_efficiency)
     max_hops = int(base.links.max()) - 1 if base.links.size and base.links.max() > 0 else 0
-    nic_cap = min(fabric.spec.nic_gbps * options.link_efficiency, pcie_gbps)
+    nic_cap = min(fabric.spec.nic_port_gbps * options.link_efficiency, pcie_gbps)
     per_src = np.bincount(conns.src_nic)
     per_dst = np.bincount(conns.dst_nic)
     busiest = max(int(per_src.max()) if per_src.size else 1, int(per_dst.max()) if per_dst.size else 1)
@@ -739,6 +739,7 @@ WHAT_IF_SCENARIOS = (
     ("core", "one core switch", ("switch", 3)),
     ("leaf-spine-link", "one leaf-spine link", ("link", 1)),
     ("nic-link", "one NIC link", ("link", 0)),
+    ("plane", "one whole plane", ("plane", 0)),
 )
 #: Message sizes of the busbw-against-size curve of a report: 64 KiB to 8 GiB in steps of 2x.
 CURVE_SIZES = tuple(1 << p for p in range(16, 34))
@@ -772,6 +773,10 @@ class WhatIf:
 def _parts(fabric: Fabric, what: tuple[str, int], samples: int) -> list[str]:
     """``samples`` parts of one kind, spread evenly over them, by their ``--fail`` names."""
     kind, value = what
+    if kind == "plane":
+        names = plane_names(fabric)
+        return [names[i] for i in np.unique(np.linspace(0, len(names) - 1, min(samples, len(names))).round()
+                                            .astype(np.int64))] if names else []
     if kind == "switch":
         candidates = np.flatnonzero(fabric.tier == value)
     else:
@@ -809,7 +814,7 @@ def what_if_samples(fabric: Fabric) -> int:
     >>> what_if_samples(build_fabric(load_spec({"gpus": 1024})))
     6
     """
-    nics = fabric.plan.nodes * fabric.spec.nics_per_node
+    nics = fabric.plan.nodes * fabric.spec.nic_ports
     return max(WHAT_IF_MIN_SAMPLES, min(WHAT_IF_SAMPLES, WHAT_IF_WORK // max(nics, 1)))
 
 

@@ -24,7 +24,7 @@ have the same number of endpoints (one more on side A when the count is odd).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
@@ -33,7 +33,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
 from ..errors import AnalysisError
-from ..fabric import LINK_KINDS, Fabric
+from ..fabric import LINK_KINDS, Fabric, plane_view
 from .faults import Faults, no_faults
 
 #: Names of the tier-aligned splits, in the order they are evaluated (the last only in three tiers).
@@ -173,7 +173,7 @@ def endpoints(fabric: Fabric) -> tuple[str, np.ndarray]:
     links, spec = fabric.links, fabric.spec
     rows = _nic_rows(fabric)
     node, nic = links.lo[rows].astype(np.int64), links.lo_port[rows].astype(np.int64)
-    gpus, nics = spec.gpus_per_node, spec.nics_per_node
+    gpus, nics = spec.gpus_per_node, spec.nic_ports
     if nics <= gpus:
         return "nic", node * nics + nic
     return "gpu", node * gpus + nic * gpus // nics
@@ -428,6 +428,10 @@ class LeastCut:
         Endpoints on the other side from their unit: ``|h - endpoints of the units on side A|``.
     pod_uplink_gbps, unit_uplink_gbps, endpoint_gbps : int
         ``W``, ``U`` and ``e``.
+    planes : int
+        Planes of the fabric. With more than one, every term above but ``gbps`` and ``lower_gbps``
+        is one plane's, and those two are one plane's times ``planes``: the planes are the same
+        fabric and a split moves a GPU's NIC ports in every plane together.
     """
 
     gbps: int
@@ -443,15 +447,19 @@ class LeastCut:
     pod_uplink_gbps: int
     unit_uplink_gbps: int
     endpoint_gbps: int
+    planes: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "gbps": self.gbps, "exact": self.exact, "lower_gbps": self.lower_gbps,
             "method": self.method, "pods": self.pods, "pods_a": self.pods_a, "unit_leaves": self.unit_leaves,
             "units_moved": self.units_moved, "endpoints_across": self.endpoints_across,
             "pod_uplink_gbps": self.pod_uplink_gbps, "unit_uplink_gbps": self.unit_uplink_gbps,
             "endpoint_gbps": self.endpoint_gbps,
         }
+        if self.planes > 1:
+            out["planes"] = self.planes
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -734,11 +742,19 @@ def least_cut(fabric: Fabric) -> LeastCut:
     >>> cut.gbps, cut.exact, cut.pods_a, cut.pods, cut.units_moved, cut.endpoints_across
     (46400, True, 1, 3, 0, 8)
     """
+    if fabric.plan.planes > 1:
+        # the planes are the same fabric and a GPU's NIC ports move together, so a split costs the
+        # same in every plane: the least is one plane's, times the planes (its terms are per plane)
+        planes = fabric.plan.planes
+        one = least_cut(plane_view(fabric, 0))
+        split = Split(name=one.split.name, kind=one.split.kind, side_a=np.repeat(one.split.side_a, planes))
+        return replace(one, gbps=one.gbps * planes, lower_gbps=one.lower_gbps * planes, split=split,
+                       planes=planes)
     spec, plan, links = fabric.spec, fabric.plan, fabric.links
     kind, endpoint = endpoints(fabric)
     count = int(endpoint.max()) + 1 if endpoint.size else 0
     half = (count + 1) // 2
-    per_endpoint = spec.nics_per_node // spec.gpus_per_node if kind == "gpu" else 1
+    per_endpoint = spec.nic_ports // spec.gpus_per_node if kind == "gpu" else 1
     ell = per_endpoint if plan.placement == "rail" else 1
     leaf0, lpp = fabric.first(1), plan.leaves_per_pod
 
@@ -750,7 +766,7 @@ def least_cut(fabric: Fabric) -> LeastCut:
         sc = links.kind == 2
         pod_up = np.bincount(fabric.pod[links.lo[sc]], weights=links.gbps[sc], minlength=plan.pods)
         pod_gbps = int(pod_up.max())
-    endpoint_gbps = per_endpoint * spec.nic_gbps
+    endpoint_gbps = per_endpoint * spec.nic_port_gbps
 
     units = plan.leaves // ell
     start = np.arange(units, dtype=np.int64) * ell
@@ -779,7 +795,7 @@ def least_cut(fabric: Fabric) -> LeastCut:
         nics = np.bincount(nic_leaf, minlength=plan.leaves).astype(np.int64)
         leaf_pod = np.arange(plan.leaves, dtype=np.int64) // lpp
         leaf_unit = np.arange(plan.leaves, dtype=np.int64) // ell
-        costs = (leaf_gbps, spec.nic_gbps, pod_gbps)
+        costs = (leaf_gbps, spec.nic_port_gbps, pod_gbps)
         if units <= MAX_UNITS_TRIED:  # few units: every split of whole units and part of one
             method = "units"
             gbps, unit_a, part, taken = _every_unit_split(leaf_pod, leaf_unit, sizes, *costs,
@@ -790,7 +806,7 @@ def least_cut(fabric: Fabric) -> LeastCut:
         else:  # the best whole units for a few choices of pods, improved in turn: an upper bound
             method = "bounds"
             relaxed = _least_cut_of_units(nics, leaf_pod, plan.pods, leaf_gbps, pod_gbps,
-                                          spec.nic_gbps, half * per_endpoint)
+                                          spec.nic_port_gbps, half * per_endpoint)
             lower = relaxed.gbps if relaxed is not None else 0
             first = np.arange(plan.pods)
             tries = [first < plan.pods // 2, first < (plan.pods + 1) // 2,
@@ -851,7 +867,7 @@ def _uneven(fabric: Fabric) -> str:
     """What makes a fabric irregular for the analytic value ("" when nothing does)."""
     nic = _nic_rows(fabric)
     per_leaf = np.bincount(fabric.links.hi[nic] - fabric.first(1), minlength=fabric.plan.leaves)
-    per_pod = np.bincount(np.arange(fabric.plan.leaves) // fabric.plan.leaves_per_pod)
+    per_pod = np.bincount(fabric.pod[fabric.tier == 1])
     reasons = []
     if per_leaf.min() != per_leaf.max():
         reasons.append(f"leaves with {per_leaf.min()} to {per_leaf.max()} NIC links")
@@ -901,7 +917,7 @@ def bisection(
     faults = faults or no_faults(fabric)
     if random_splits < 0:
         raise AnalysisError([f"random_splits={random_splits}: must be 0 or more"])
-    if fabric.plan.tiers == 1 and fabric.plan.placement == "rail" and fabric.spec.nics_per_node > 1:
+    if fabric.plan.tiers == 1 and fabric.plan.placement == "rail" and fabric.spec.nic_ports > 1:
         return _rail_only(fabric, faults, random_splits, seed)
     tiers = tier_capacities(fabric)
     cut = least_cut(fabric)
@@ -967,7 +983,7 @@ def _rail_only(fabric: Fabric, faults: Faults, random_splits: int, seed: int) ->
     cap = np.where(faults.live[host], links.gbps[host], 0).astype(np.int64)
     n, rails = plan.nodes, plan.leaves
     total = int(links.gbps[host].sum(dtype=np.int64))
-    analytic = (n // 2) * rails * spec.nic_gbps
+    analytic = (n // 2) * rails * spec.nic_port_gbps
     order = np.arange(n)
     halves = [("half-of-the-nodes", "tier", order < (n + 1) // 2)]
     rng = np.random.default_rng(seed)
@@ -1001,7 +1017,7 @@ def _rail_only(fabric: Fabric, faults: Faults, random_splits: int, seed: int) ->
     split = Split("least-cut", "tier", side_links)
     cut = LeastCut(gbps=analytic, exact=True, lower_gbps=analytic, method="rail-only", split=split, pods=1,
                    pods_a=0, unit_leaves=rails, units_moved=0, endpoints_across=0, pod_uplink_gbps=0,
-                   unit_uplink_gbps=0, endpoint_gbps=rails * spec.nic_gbps)
+                   unit_uplink_gbps=0, endpoint_gbps=rails * spec.nic_port_gbps)
     gbps, source_name = analytic, "analytic"
     if not faults.any and worst.gbps < analytic:
         gbps, source_name = worst.gbps, "max-flow"

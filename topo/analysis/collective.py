@@ -149,11 +149,15 @@ class ChannelLayout:
 
 
 def channel_layout(node: NodeModel, nodes: int, nic_gbps: float, live_nics: np.ndarray | None = None,
-                   channels: int | None = None) -> ChannelLayout:
+                   channels: int | None = None, planes: int = 1) -> ChannelLayout:
     """The job's channels: NCCL's ring graph has one channel per NIC at the NIC's usable rate
     ``nic_gbps`` (Gb/s), duplicated when fast, and the communicator twice that (or ``channels``).
 
-    ``live_nics[i, k]`` says NIC ``k`` of the ``i``-th node of the job has a live link.
+    ``live_nics[i, k]`` says NIC ``k`` of the ``i``-th node of the job has a live link. A dead
+    NIC's channels go to the node's next live NIC; with ``planes`` (NIC ``k`` is a port in plane
+    ``k % planes``), to the next live one in the same plane, as the peer's NIC for the channel is
+    in that plane and no link joins two planes, and only when the node has none left in that plane
+    to the next live one of any plane.
 
     Examples
     --------
@@ -174,9 +178,16 @@ def channel_layout(node: NodeModel, nodes: int, nic_gbps: float, live_nics: np.n
             alive = np.flatnonzero(live_nics[i])
             if alive.size == 0:
                 continue  # no NIC: the node cannot take part (the caller reports it)
-            # each dead NIC's channels go to the next live NIC of the node
+            # each dead NIC's channels go to the next live NIC of the node (of its plane if it has one)
             nxt = np.searchsorted(alive, np.arange(k)) % alive.size
             target = np.where(live_nics[i], np.arange(k), alive[nxt])
+            if planes > 1:
+                for p in range(planes):
+                    same = alive[alive % planes == p]
+                    if same.size:
+                        mine = np.arange(p, k, planes)
+                        target[mine] = np.where(live_nics[i, mine], mine,
+                                                same[np.searchsorted(same, mine) % same.size])
             nic_of[i] = target[base]
     return ChannelLayout(nodes, node.gpus, k, graph, comm, nic_of)
 

@@ -16,14 +16,14 @@ pods ``S G`` and ``S p^2 G q^2``. A k-ary fat tree gives ``k/2`` and ``(k/2)^2``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import AnalysisError
-from ..fabric import Fabric
-from .faults import Faults, no_faults
+from ..fabric import Fabric, plane_view
+from .faults import Faults, no_faults, plane_faults
 from .updown import updown
 
 #: Upper bound on the elements of one block of sampled pairs x spines x cores held at once.
@@ -93,6 +93,10 @@ class EcmpWidth:
     samples, seed : int
         The sampling of cross-pod pairs.
     links_down : int
+    plane, plane_links_down : int or None, tuple of int
+        With planes, leaves pair only within a plane: the figures are of plane ``plane``, the one
+        with the most links down (the first such), and ``plane_links_down`` gives each plane's
+        links down; None and empty with one plane.
     """
 
     same_pod: PairGroup | None
@@ -100,16 +104,21 @@ class EcmpWidth:
     samples: int
     seed: int
     links_down: int
+    plane: int | None = None
+    plane_links_down: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (the keys are a stable interface)."""
-        return {
+        out = {
             "same_pod": self.same_pod.to_dict() if self.same_pod else None,
             "cross_pod": self.cross_pod.to_dict() if self.cross_pod else None,
             "samples": self.samples,
             "seed": self.seed,
             "links_down": self.links_down,
         }
+        if self.plane is not None:
+            out.update(plane=self.plane, plane_links_down=list(self.plane_links_down))
+        return out
 
 
 def _stats(values: np.ndarray) -> PathStats:
@@ -225,6 +234,12 @@ def ecmp_width(fabric: Fabric, faults: Faults | None = None, samples: int = 256,
     if samples < 1:
         raise AnalysisError([f"samples={samples}: must be at least 1"])
     plan = fabric.plan
+    if plan.planes > 1:
+        per = [plane_faults(fabric, faults, p) for p in range(plan.planes)]
+        down = tuple(f.links_down for f in per)
+        worst = int(np.argmax(down))
+        one = ecmp_width(plane_view(fabric, worst), per[worst], samples, seed)
+        return replace(one, links_down=faults.links_down, plane=worst, plane_links_down=down)
     ud = updown(fabric, faults)
     s, p = plan.spines_per_pod, plan.leaf_spine_links
 

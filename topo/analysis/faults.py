@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import AnalysisError, close_matches
-from ..fabric import Fabric
+from ..fabric import Fabric, plane_members
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +62,13 @@ def no_faults(fabric: Fabric) -> Faults:
                   dead_vertices=np.zeros(len(fabric.names), dtype=bool))
 
 
+def plane_names(fabric: Fabric) -> list[str]:
+    """``--fail`` names of the planes of a multi-plane fabric (``cluster-pl0``, ...; none for one plane):
+    failing one fails every switch of that plane and every link into it."""
+    planes = fabric.plan.planes
+    return [f"{fabric.spec.name}-pl{p}" for p in range(planes)] if planes > 1 else []
+
+
 def apply_faults(
     fabric: Fabric, fail: Sequence[str] = (), fraction: float = 0.0, seed: int = 0
 ) -> Faults:
@@ -71,8 +78,9 @@ def apply_faults(
     ----------
     fail : sequence of str
         ``NAME`` fails a switch or server (all its links); ``NAME:PORT`` fails the link on that port
-        (a switch port number from 1, or a server's NIC index from 0; every lane of a broken-out
-        port).
+        (a switch port number from 1, or a server's NIC index from 0 (with planes, the NIC port's
+        device number); every lane of a broken-out port); a plane's name (``cluster-pl1``) fails
+        the whole plane.
     fraction : float
         Fraction in [0, 1) of the leaf-spine and spine-core links to fail at random.
     seed : int
@@ -96,13 +104,20 @@ def apply_faults(
     live = np.ones(len(links), dtype=bool)
     dead = np.zeros(len(fabric.names), dtype=bool)
     problems: list[str] = []
+    planes = plane_names(fabric)
     for item in fail:
         name, _, port_text = item.partition(":")
         vertex = fabric.index.get(name)
+        if vertex is None and name in planes and not port_text:
+            in_plane = fabric.plane == planes.index(name)
+            dead |= in_plane
+            live &= ~in_plane[links.lo] & ~in_plane[links.hi]
+            continue
         if vertex is None:
             hints = close_matches(name, fabric.names, n=3)
             hint = f"; close matches: {', '.join(hints)}" if hints else ""
-            problems.append(f"--fail {item}: no switch or server named {name!r}{hint}")
+            planes_hint = f" (planes: {', '.join(planes)})" if planes else ""
+            problems.append(f"--fail {item}: no switch or server named {name!r}{hint}{planes_hint}")
             continue
         if not port_text:
             dead[vertex] = True
@@ -133,3 +148,13 @@ def apply_faults(
         live[rng.choice(candidates, size=count, replace=False)] = False
     return Faults(live=live, failed=tuple(fail), random_fraction=float(fraction), seed=seed,
                   dead_vertices=dead)
+
+
+def plane_faults(fabric: Fabric, faults: Faults, plane: int) -> Faults:
+    """``faults`` as they fall on one plane (:func:`topo.fabric.plane_view` of ``plane``)."""
+    if fabric.plan.planes == 1:
+        return faults
+    where, keep = plane_members(fabric, plane)
+    dead = faults.dead_vertices[where] if faults.dead_vertices.size else faults.dead_vertices
+    return Faults(live=faults.live[keep], failed=faults.failed, random_fraction=faults.random_fraction,
+                  seed=faults.seed, dead_vertices=dead)

@@ -17,13 +17,13 @@ fabric has one class per pod.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ..fabric import Fabric
-from .faults import Faults, no_faults
+from ..fabric import Fabric, plane_view
+from .faults import Faults, no_faults, plane_faults
 from .updown import UNREACHABLE, UpDown, updown
 
 #: Upper bound on the elements of one block of class pairs (or node NIC pairs) held at once.
@@ -83,6 +83,12 @@ class HopCounts:
         Largest distance over reachable pairs; None when no pair is reachable.
     mean_links, mean_switch_hops : float or None
         Mean distance over reachable pairs; None when no pair is reachable.
+    plane, plane_unreachable_pairs : int or None, tuple of int
+        With planes: every figure above is of the plane ``plane``, the one that reaches the most
+        pairs (the first such), and ``plane_unreachable_pairs`` gives each plane's unreachable
+        pairs. A pair that some plane reaches is reachable (its GPUs' NICs have a port in every
+        plane), so ``unreachable_pairs`` is an upper bound when faults fall in several planes.
+        None and empty with one plane.
     """
 
     gpus: int
@@ -95,10 +101,14 @@ class HopCounts:
     diameter_switch_hops: int | None
     mean_links: float | None
     mean_switch_hops: float | None
+    plane: int | None = None
+    plane_unreachable_pairs: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (the keys are a stable interface)."""
-        return {
+        extra = {} if self.plane is None else {
+            "plane": self.plane, "plane_unreachable_pairs": list(self.plane_unreachable_pairs)}
+        return {**extra, 
             "gpus": self.gpus,
             "pairs": self.pairs,
             "diameter_links": self.diameter_links,
@@ -123,7 +133,7 @@ def gpus_per_nic(fabric: Fabric) -> np.ndarray:
     >>> gpus_per_nic(build_fabric(load_spec({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 8}))).tolist()
     [1, 0, 1, 0, 1, 0, 1, 0]
     """
-    gpus, nics = fabric.spec.gpus_per_node, fabric.spec.nics_per_node
+    gpus, nics = fabric.spec.gpus_per_node, fabric.spec.nic_ports
     return np.bincount(np.arange(gpus) * nics // gpus, minlength=nics).astype(np.int64)
 
 
@@ -131,7 +141,7 @@ def nic_table(fabric: Fabric, faults: Faults) -> tuple[np.ndarray, np.ndarray]:
     """Leaf number (from 0) and live flag of every NIC, as two (nodes, nics_per_node) arrays."""
     links = fabric.links
     rows = np.flatnonzero(links.kind == 0)
-    shape = (fabric.plan.nodes, fabric.spec.nics_per_node)
+    shape = (fabric.plan.nodes, fabric.spec.nic_ports)
     leaf = np.zeros(shape, dtype=np.int64)
     live = np.zeros(shape, dtype=bool)
     node, nic = links.lo[rows].astype(np.int64), links.lo_port[rows].astype(np.int64)
@@ -187,14 +197,19 @@ def hop_counts(fabric: Fabric, faults: Faults | None = None) -> HopCounts:
     """
     faults = faults or no_faults(fabric)
     plan, spec = fabric.plan, fabric.spec
-    if plan.tiers == 1 and plan.placement == "rail" and spec.nics_per_node > 1:
+    if plan.planes > 1:
+        per = [hop_counts(plane_view(fabric, p), plane_faults(fabric, faults, p)) for p in range(plan.planes)]
+        unreachable = tuple(h.unreachable_pairs for h in per)
+        best = int(np.argmin(unreachable))
+        return replace(per[best], plane=best, plane_unreachable_pairs=unreachable)
+    if plan.tiers == 1 and plan.placement == "rail" and spec.nic_ports > 1:
         return _rail_only(fabric, faults)
     ud = updown(fabric, faults)
     per_nic = gpus_per_nic(fabric)
     nic_leaf, nic_live = nic_table(fabric, faults)
     w = _gpus_per_leaf_nic(fabric, per_nic, nic_leaf, nic_live)
     leaf_class, reps = _leaf_classes(ud)
-    wc = np.zeros((reps.size, spec.nics_per_node), dtype=np.int64)
+    wc = np.zeros((reps.size, spec.nic_ports), dtype=np.int64)
     np.add.at(wc, leaf_class, w)
     # [total, same-rail] pairs per leaf distance 0, 2, 4 and UNREACHABLE (index 3)
     counts = np.zeros((4, 2), dtype=np.int64)
@@ -272,7 +287,7 @@ _SLOT = {0: 0, 2: 1, 4: 2, UNREACHABLE: 3}
 def _gpus_per_leaf_nic(fabric: Fabric, per_nic: np.ndarray, nic_leaf: np.ndarray,
                        nic_live: np.ndarray) -> np.ndarray:
     """``w[l, i]``: GPUs on live NICs of index ``i`` on leaf ``l``."""
-    nics = fabric.spec.nics_per_node
+    nics = fabric.spec.nic_ports
     w = np.zeros((fabric.plan.leaves, nics), dtype=np.int64)
     np.add.at(w, (nic_leaf, np.broadcast_to(np.arange(nics), nic_leaf.shape)), per_nic * nic_live)
     return w

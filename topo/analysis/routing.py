@@ -387,7 +387,7 @@ def _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out):
 
     def down_to_leaf(rows, column, spine, leaf):  # a spine's live parallel links down to the leaf
         if rows.size:
-            key = spine * lp + leaf % lp
+            key = spine * lp + ud.leaf_local[leaf]
             chosen = _choose(key, spine_down.shape[0], spine_down_candidates,
                              hashes(rows, spine + spine0, SPINE_DOWN))
             out[rows, column] = 2 * _take(spine_down, key, chosen) + 1
@@ -424,7 +424,7 @@ def _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out):
         def core_candidates(keys):
             return core_down_alive[keys]
 
-        key = core * plan.pods + ud.leaf_pod[bf]
+        key = core * plan.pods + ud.pod_local[ud.leaf_pod[bf]]  # a core's down ports are by pod of its plane
         chosen = _choose(key, core_down.shape[0], core_candidates, hashes(far, core + core0, CORE_DOWN))
         out[far, 3] = 2 * _take(core_down, key, chosen) + 1
         down_to_leaf(far, 4, target, bf)
@@ -527,23 +527,18 @@ def _adaptive(fabric, out, dist, a, b, tables, live, capacity, ud):
     plan, links = fabric.plan, fabric.links
     base = capacity.size
     gbps = np.where(live, links.gbps, 0).astype(np.float64)
-    lp, sp = plan.leaves_per_pod, plan.spines_per_pod
+    sp = plan.spines_per_pod
     names = fabric.names
     leaf0 = fabric.first(1)
     # pools: leaf uplinks (L), spine links down to a leaf (L), pod spine uplinks (pods), core->pod (pods)
     up_cap = np.where(tables.leaf_up >= 0, gbps[np.maximum(tables.leaf_up, 0)], 0).sum(axis=1)
-    sd = tables.spine_down  # (S, lp, p)
-    down_cap_by = np.where(sd >= 0, gbps[np.maximum(sd, 0)], 0).sum(axis=2)  # (S, lp)
+    ls = links.kind == 1  # a link carries the same both ways: a spine's link down is the leaf's up
+    down_cap = np.bincount(links.lo[ls] - leaf0, weights=gbps[ls], minlength=plan.leaves)
     pod_of_spine = np.arange(plan.spines) // sp
-    down_cap = np.zeros(plan.leaves)
-    np.add.at(down_cap, pod_of_spine[:, None] * lp + np.arange(lp)[None, :],
-              down_cap_by)
     su = tables.spine_up
     spine_up_cap = np.where(su >= 0, gbps[np.maximum(su, 0)], 0).sum(axis=1) if su.size else np.zeros(plan.spines)
     pod_up = np.bincount(pod_of_spine, weights=spine_up_cap, minlength=plan.pods)
-    cd = tables.core_down
-    pod_down = (np.where(cd >= 0, gbps[np.maximum(cd, 0)], 0).sum(axis=(0, 2)) if plan.tiers == 3
-                else np.zeros(plan.pods))
+    pod_down = pod_up.copy() if plan.tiers == 3 else np.zeros(plan.pods)  # the cores' links down to a pod
     L, P = plan.leaves, plan.pods
     off_up, off_down, off_pup, off_pdown = base, base + L, base + 2 * L, base + 2 * L + P
     capacity = np.concatenate([capacity, up_cap, down_cap, pod_up, pod_down])

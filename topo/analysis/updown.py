@@ -54,7 +54,11 @@ class UpDown:
         Bit ``j`` set when some core of group ``j`` has live links to spine ``j`` of both pods
         (and both spines have live links up); all zero for two tiers.
     leaf_pod : ndarray of int64
-        Pod of each leaf.
+        Pod of each leaf (numbered across the planes of a multi-plane fabric).
+    leaf_local : ndarray of int64
+        Position of each leaf in its pod (its spines' down port block).
+    pod_local : ndarray of int64
+        Position of each pod in its plane (its cores' down port block); the pod itself in one plane.
     """
 
     leaf_spine: np.ndarray
@@ -62,6 +66,8 @@ class UpDown:
     leaf_bits: np.ndarray
     pod_pair_bits: np.ndarray
     leaf_pod: np.ndarray
+    leaf_local: np.ndarray
+    pod_local: np.ndarray
 
     def leaf_distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Routed links between leaves ``a`` and ``b`` (leaf numbers from 0; arrays broadcast).
@@ -102,7 +108,12 @@ def updown(fabric: Fabric, faults: Faults | None = None) -> UpDown:
     spine = links.hi[ls] - spine0
     leaf_spine = np.zeros((plan.leaves, sp), dtype=np.int32)
     np.add.at(leaf_spine, (leaf, spine % sp), 1)
-    leaf_pod = (np.arange(plan.leaves) // plan.leaves_per_pod).astype(np.int64)
+    leaf_pod = fabric.pod[leaf0:leaf0 + plan.leaves].astype(np.int64)
+    first_of_pod = np.full(plan.pods, plan.leaves, dtype=np.int64)
+    np.minimum.at(first_of_pod, leaf_pod, np.arange(plan.leaves))
+    leaf_local = np.arange(plan.leaves) - first_of_pod[leaf_pod]
+    pod_plane = np.arange(plan.pods) // plan.plane_pods
+    pod_local = np.arange(plan.pods) % plan.plane_pods
 
     words = max(1, -(-sp // 64))
     pod_pair_bits = np.zeros((plan.pods, plan.pods, words), dtype=np.uint64)
@@ -116,7 +127,8 @@ def updown(fabric: Fabric, faults: Faults | None = None) -> UpDown:
         up = (spine_core > 0).reshape(plan.pods, sp, plan.cores_per_group)
         for j in range(sp):
             m = up[:, j, :].astype(np.int32)
-            joined = (m @ m.T) > 0  # pods sharing a live core of group j
+            joined = (m @ m.T) > 0  # pods sharing a live core of group j (of their plane)
+            joined &= pod_plane[:, None] == pod_plane[None, :]
             pod_pair_bits[:, :, j // 64] |= joined.astype(np.uint64) << np.uint64(j % 64)
     return UpDown(
         leaf_spine=leaf_spine,
@@ -124,4 +136,6 @@ def updown(fabric: Fabric, faults: Faults | None = None) -> UpDown:
         leaf_bits=_pack_bits(leaf_spine > 0),
         pod_pair_bits=pod_pair_bits,
         leaf_pod=leaf_pod,
+        leaf_local=leaf_local,
+        pod_local=pod_local,
     )

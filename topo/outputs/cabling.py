@@ -300,10 +300,10 @@ def _ends(fabric: Fabric, catalog: MediaCatalog) -> _Ends:
     cage_gbps = cage.ports_per_cage * spec.port_gbps
     return _Ends(
         cage=cage, ports_per_cage=cage.ports_per_cage, breakout=fabric.plan.breakout, cage_gbps=cage_gbps,
-        nic_gbps=spec.nic_gbps, nic_form_factor=catalog.nic.form_factor,
+        nic_gbps=spec.nic_port_gbps, nic_form_factor=catalog.nic.form_factor,
         at_switch=_lookup(catalog, cage_gbps, lane_gbps,
                           f"{cage.ports_per_cage} x {spec.port_gbps}G ports per {cage.form_factor} cage"),
-        at_nic=_lookup(catalog, spec.nic_gbps, lane_gbps, "server NICs"))
+        at_nic=_lookup(catalog, spec.nic_port_gbps, lane_gbps, "server NICs"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -773,7 +773,7 @@ def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
         split = [[""] + [sonic_port_name(p, lane, lanes, breakout) for lane in range(1, breakout + 1)]
                  for p in range(radix + 1)]
         whole = [sonic_port_name(p, 1, lanes, 1) if p else "" for p in range(radix + 1)]
-    nics = max(1, fabric.spec.nics_per_node)
+    nics = max(1, fabric.spec.nic_ports)
     rdma = [rdma_device(i) for i in range(nics)]
     kind = cabling.kind.tolist()
     a_port, a_lane, b_port = cabling.a_port.tolist(), cabling.a_lane.tolist(), cabling.b_port.tolist()

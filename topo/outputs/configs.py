@@ -126,7 +126,7 @@ class ConfigFacts:
         # headroom table lists: round up, which keeps the headroom safe (docs/configs.md)
         self.cable_m = {kind: float(self.platform.table_cable_m(m) if self.platform else math.ceil(m))
                         for kind, m in spec.cable_m.items()}
-        speeds = {LINK_KINDS[0]: spec.nic_gbps}
+        speeds = {LINK_KINDS[0]: spec.nic_port_gbps}
         speeds.update({kind: spec.port_gbps for kind in LINK_KINDS[1:]})
         self.buffer_profiles = {}
         p = self.platform
@@ -251,7 +251,7 @@ class ConfigFacts:
                 "alias": self.port_alias(port, lane, breakout),
                 "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout)),
                 "index": self.port_index(port),
-                "speed_mbps": (spec.nic_gbps if kind == "node-leaf" else spec.port_gbps) * 1000,
+                "speed_mbps": (spec.nic_port_gbps if kind == "node-leaf" else spec.port_gbps) * 1000,
                 "kind": kind,
                 "direction": "up" if e.upward[r] else "down",
                 "peer": names[peer],
@@ -450,8 +450,8 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
         _init_worker(fabric, tuple(user_dirs))
     env, shared = _WORKER["env"], _WORKER["shared"]
     spec = fabric.spec
-    node = {"gpus": spec.gpus_per_node, "nics": spec.nics_per_node,
-            "rdma_devices": [rdma_device(i) for i in range(spec.nics_per_node)]}
+    node = {"gpus": spec.gpus_per_node, "nics": spec.nic_ports,
+            "rdma_devices": [rdma_device(i) for i in range(spec.nic_ports)]}
     yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
                                                {"fabric": shared, "node": node, "version": __version__})
     yield "hosts/addresses.csv", host_addresses_csv(fabric)

@@ -71,6 +71,9 @@ def _boxes_and_keys(fabric: Fabric) -> tuple[str, list[list[Box]], np.ndarray]:
         level = "groups" if max(su_groups, cores) <= GROUPS_PER_ROW else "pods"
         low = lower if level == "groups" else fabric.pod
         unit = np.select([tier <= 1, tier == 2], [low, fabric.pod], fabric.group).astype(np.int64)
+        if level == "groups" and plan.planes > 1:  # a scalable unit's leaves, one box per plane
+            leaf = tier == 1
+            unit[leaf] += fabric.plane[leaf].astype(np.int64) * su_groups
     # box keys: per tier, numbered from 0 in vertex order
     keys = np.zeros(len(tier), dtype=np.int64)
     rows: list[list[Box]] = []
@@ -106,6 +109,13 @@ def _box(fabric: Fabric, level: str, t: int, k: int, value: int, vertex: int, me
     where = {1: "SU" if (level == "groups" and fabric.plan.placement == "rail") else "pod", 2: "pod",
              3: "core group"}[t]
     plural = {1: "leaves", 2: "spines", 3: "cores"}[t]
+    plan = fabric.plan
+    if plan.planes > 1:  # the plane, and the unit's number in its plane
+        plane = int(fabric.plane[vertex])
+        per = {1: value - plane * (int(fabric.su.max()) + 1) if where == "SU" else value - plane * plan.plane_pods,
+               2: value - plane * plan.plane_pods, 3: value - plane * plan.spines_per_pod}[t]
+        where = {"SU": "SU", "pod": "pod", "core group": "core group"}[where]
+        return Box(k, t, f"pl{plane} {per}", f"plane {plane}, {where} {per}: {members:,} {plural}", TIER_COLOURS[t])
     return Box(k, t, str(value), f"{where} {value}: {members:,} {plural}", TIER_COLOURS[t])
 
 
@@ -198,11 +208,15 @@ def _row_unit(fabric: Fabric, level: str, t: int, boxes: int) -> str:
     """What one box of a row holds, for the row's label."""
     if level == "switches" and t >= 1:
         return "one box each" + (", by rail" if t == 1 and fabric.plan.placement == "rail" else "")
+    planes = fabric.plan.planes if t >= 1 else 1
+    if planes > 1:
+        boxes //= planes
+    each = f" in each of {planes} planes" if planes > 1 else ""
     if t == 0 or (t == 1 and level != "pods"):
         unit = "SU" if (fabric.plan.placement == "rail" and level != "pods") else "pod"
-        return f"{boxes:,} {unit}{'s' if boxes != 1 else ''}"
+        return f"{boxes:,} {unit}{'s' if boxes != 1 else ''}{each}"
     word = "pod" if t <= 2 else "core group"
-    return f"{boxes:,} {word}{'s' if boxes != 1 else ''}"
+    return f"{boxes:,} {word}{'s' if boxes != 1 else ''}{each}"
 
 
 def _level_line(fabric: Fabric, level: str, rows: list[list[Box]]) -> str:

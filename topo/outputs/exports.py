@@ -370,6 +370,10 @@ def aggregate(fabric: Fabric) -> Aggregate:
     by_su = plan.placement == "rail"
     lower = fabric.su if by_su else fabric.pod
     number = np.select([tier <= 1, tier == 2], [lower, fabric.pod], fabric.group).astype(np.int64)
+    planes = plan.planes
+    if planes > 1 and by_su:  # a scalable unit's leaves, one group per plane (pods and core groups are already)
+        leaf = tier == 1
+        number[leaf] += fabric.plane[leaf].astype(np.int64) * plan.sus
     sizes = [int(number[tier == t].max()) + 1 if np.any(tier == t) else 0 for t in range(plan.tiers + 1)]
     offset = np.concatenate([[0], np.cumsum(sizes)])
     vertex_group = offset[tier] + number
@@ -384,16 +388,20 @@ def aggregate(fabric: Fabric) -> Aggregate:
     for t, size in enumerate(sizes):
         prefix_word, one, many = _GROUP_WORDS[t]
         prefix, where = numbering[t]
-        w = _width(size)
+        per_plane = size // planes if t >= 1 else size
+        w = _width(per_plane)
         for n in range(size):
             g = int(offset[t]) + n
             count = int(members[g])
             pod = int(fabric.pod[first_member[g]]) if t <= 2 else -1
-            label = f"{where} {n}: {_count(count, one, many)}"
+            plane, local = divmod(n, per_plane) if t >= 1 and planes > 1 else (0, n)
+            label = f"{where} {local}: {_count(count, one, many)}"
+            ident = f"{prefix_word}-{prefix}{local:0{w}d}"
+            if t >= 1 and planes > 1:
+                label, ident = f"plane {plane}, {label}", f"{prefix_word}-pl{plane}-{prefix}{local:0{w}d}"
             if t == 0:
                 label += "\n" + _count(count * gpus_per_node, "GPU", "GPUs")
-            groups.append(Group(id=f"{prefix_word}-{prefix}{n:0{w}d}", tier=t, number=n, members=count,
-                                pod=pod, label=label))
+            groups.append(Group(id=ident, tier=t, number=n, members=count, pod=pod, label=label))
 
     links = fabric.links
     a = vertex_group[links.lo]

@@ -174,7 +174,11 @@ def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | Non
         qps = 1
         source = ("NCCL's default of 1, as no congestion analysis was given (topo analyze --qps N "
                   "compares values on this fabric)")
-    if spec.placement == "rail" and fabric.plan.tiers == 1:
+    if fabric.plan.planes > 1:
+        cross_nic, cross_why = 0, (f"Multi-plane fabric: port p of every NIC is in plane p (device NIC x "
+                                   f"{fabric.plan.planes} + p) and no link joins two planes, so a connection must "
+                                   f"stay on one device index from node to node")
+    elif spec.placement == "rail" and fabric.plan.tiers == 1:
         cross_nic, cross_why = 0, ("Rail-only fabric: NIC r of every node is on the rail-r switch and the rails "
                                    "meet only inside the nodes, so a connection must stay on one rail; traffic "
                                    "between rails moves over NVLink first (PXN, on by default: leave "

@@ -198,7 +198,7 @@ def ring_edges(fabric: Fabric, order: np.ndarray | None = None) -> tuple[int, in
 
 def gpu_nics(fabric: Fabric) -> list[int]:
     """The NIC (rail) of each local rank: GPU ``r`` uses NIC ``r * nics_per_node // gpus_per_node``."""
-    gpus, nics = fabric.spec.gpus_per_node, fabric.spec.nics_per_node
+    gpus, nics = fabric.spec.gpus_per_node, fabric.spec.nic_ports
     return [r * nics // gpus for r in range(gpus)]
 
 
@@ -258,13 +258,14 @@ def placement_facts(fabric: Fabric) -> dict[str, Any]:
         "gpus": n * gpus,
         "node_count": n,
         "gpus_per_node": gpus,
-        "nics_per_node": spec.nics_per_node,
+        "nics_per_node": spec.nic_ports,
         "gpu_nics": gpu_nics(fabric),
         "su_nodes": plan.su_nodes,
         "hosts": hosts,
         "units": units,
         "pods": pods,
         "pod_level": plan.tiers == 3 and bool(pods),
+        "planes": plan.planes,
         "top": top,
         "tree": _tree(units, pods, top, rail),
         "block_sizes": block_sizes(sizes),
@@ -291,7 +292,8 @@ def _units(fabric: Fabric, order: np.ndarray) -> tuple[list[dict[str, Any]], np.
         members = order[start:end]
         leaves = [names[leaf0 + i] for i in np.flatnonzero(leaf_su == s).tolist()]
         hosts = [names[i] for i in members.tolist()]
-        name = f"{spec.name}-su{s:0{ws}d}" if rail else leaves[0]  # rack: the real ToR leaf
+        # rack: the real ToR leaf; with planes a rack has one in each plane, which one entry stands for
+        name = f"{spec.name}-su{s:0{ws}d}" if rail else leaves[0] if plan.planes == 1 else f"{spec.name}-rack{s:0{ws}d}"
         leaf_list = compress_hostlist(leaves)
         units.append({
             "index": s,
@@ -302,7 +304,8 @@ def _units(fabric: Fabric, order: np.ndarray) -> tuple[list[dict[str, Any]], np.
             "leaves": leaf_list,
             "leaf_count": len(leaves),
             "about": (f"{name}: {_count(len(hosts), 'node')} on rail leaves {leaf_list}" if rail
-                      else f"leaf {name}: {_count(len(hosts), 'node')}"),
+                      else f"leaf {name}: {_count(len(hosts), 'node')}" if plan.planes == 1
+                      else f"{name}: {_count(len(hosts), 'node')} on leaves {leaf_list}"),
         })
     return units, starts, ends
 
@@ -313,12 +316,13 @@ def _pods(fabric: Fabric, units: list[dict[str, Any]]) -> list[dict[str, Any]]:
     spec, plan, names = fabric.spec, fabric.plan, fabric.names
     leaf0, spine0, core0 = fabric.first(1), fabric.first(2), fabric.first(3)
     leaf_su = fabric.su[leaf0:leaf0 + plan.leaves]
-    leaf_pod = fabric.pod[leaf0:leaf0 + plan.leaves]
+    # with planes, pod p of the tree stands for pod p of every plane (the planes are the same fabric)
+    leaf_pod = fabric.pod[leaf0:leaf0 + plan.leaves] % plan.plane_pods
     units_in_one_pod = all(len(set(leaf_pod[leaf_su == u["index"]].tolist())) == 1 for u in units)
     pods: list[dict[str, Any]] = []
     if plan.tiers == 3 and units_in_one_pod:
         wp = _width(plan.pods, 2)
-        spine_pod = fabric.pod[spine0:core0]
+        spine_pod = fabric.pod[spine0:core0] % plan.plane_pods
         for p in sorted({u["pod"] for u in units}):
             pod_units = [u for u in units if u["pod"] == p]
             spines = [names[spine0 + i] for i in np.flatnonzero(spine_pod == p).tolist()]
@@ -360,7 +364,8 @@ def _tree(units: list[dict[str, Any]], pods: list[dict[str, Any]], top: dict[str
           rail: bool) -> list[dict[str, Any]]:
     """The tree, leaves first: one entry per unit, then the pods, then the top."""
     tree = [{"name": u["name"], "nodes": u["nodes"], "switches": None,
-             "about": f"{u['name']}: rail leaves {u['leaves']}" if rail else ""} for u in units]
+             "about": f"{u['name']}: rail leaves {u['leaves']}" if rail
+             else f"{u['name']}: leaves {u['leaves']}" if u["leaf_count"] > 1 else ""} for u in units]
     tree += [{"name": p["name"], "nodes": None, "switches": p["units"],
               "about": f"{p['name']}: {_count(p['spine_count'], 'spine')}, {p['spines']}"} for p in pods]
     if top is not None:

@@ -52,12 +52,13 @@ class Summary:
     nic_gbps: int
     placement: str
     tiers: int
+    planes: int
     switch_model: str | None
     radix: int
     port_gbps: int
     scalable_units: int
     su_nodes: int
-    pods: int
+    pods: int  #: pods of one plane (1 in two tiers)
     leaf_spine_parallel: int
     spine_core_parallel: int
     tier_rows: tuple[TierSummary, ...] = field(repr=False)
@@ -92,6 +93,7 @@ class Summary:
             "nic_gbps": self.nic_gbps,
             "placement": self.placement,
             "tiers": self.tiers,
+            "planes": self.planes,
             "switch": {"model": self.switch_model, "radix": self.radix, "port_gbps": self.port_gbps},
             "scalable_units": self.scalable_units,
             "su_nodes": self.su_nodes,
@@ -160,8 +162,8 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
     return Summary(
         name=spec.name, gpus=spec.gpus, nodes=plan.nodes, gpus_per_node=spec.gpus_per_node,
         nics_per_node=spec.nics_per_node, nic_gbps=spec.nic_gbps, placement=plan.placement,
-        tiers=plan.tiers, switch_model=spec.switch, radix=spec.radix, port_gbps=spec.port_gbps,
-        scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.pods,
+        tiers=plan.tiers, planes=plan.planes, switch_model=spec.switch, radix=spec.radix, port_gbps=spec.port_gbps,
+        scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.plane_pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
         tier_rows=tuple(rows), growth=growth(spec),
     )
