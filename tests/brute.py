@@ -41,12 +41,13 @@ def tiers(g) -> dict:
 
 
 def gpu_nics(fabric) -> list[tuple[str, int]]:
-    """(node name, NIC index) that every GPU uses, GPUs in node order then local rank."""
+    """(node name, NIC index) that every GPU uses, GPUs in node order then local rank (with planes, a
+    NIC port: the GPU's NIC's port in plane 0)."""
     spec = fabric.spec
     out = []
     for node in fabric.names[: fabric.plan.nodes]:
         for r in range(spec.gpus_per_node):
-            out.append((node, r * spec.nics_per_node // spec.gpus_per_node))
+            out.append((node, r * spec.nic_ports // spec.gpus_per_node))
     return out
 
 

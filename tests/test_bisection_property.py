@@ -110,7 +110,7 @@ def brute_force_bisection(fabric):
     """The least max-flow over every split of the endpoints into halves (sizes differ by at most 1)."""
     spec = fabric.spec
     g, net = reference_network(fabric)
-    gpn, npn = spec.gpus_per_node, spec.nics_per_node
+    gpn, npn = spec.gpus_per_node, spec.nic_ports  # NIC ports: with planes, each port is an endpoint's link
     per_node = min(gpn, npn)
     nics = {}  # endpoint -> its NIC vertices: a NIC, or a GPU's NICs (NIC i is GPU i * gpn // npn)
     for node in fabric.names[: fabric.plan.nodes]:
@@ -128,9 +128,9 @@ def brute_force_bisection(fabric):
             for e, vertices in nics.items():
                 for vertex in vertices:
                     if e in side_a:
-                        h.add_edge("source", vertex, capacity=spec.nic_gbps)
+                        h.add_edge("source", vertex, capacity=spec.nic_port_gbps)
                     else:
-                        h.add_edge(vertex, "sink", capacity=spec.nic_gbps)
+                        h.add_edge(vertex, "sink", capacity=spec.nic_port_gbps)
             value = nx.maximum_flow_value(h, "source", "sink") if n > 1 else 0
             best = value if best is None else min(best, value)
     return best
@@ -158,6 +158,8 @@ def test_property_tiny_fabrics_equal_brute_force(fields):
         # 3 leaves of 3 NICs and 1 uplink: no half is whole leaves, so not 3 x 400 / 2 = 600 but
         # one leaf's uplink and one NIC link (5 NICs of two leaves against the third leaf and 1 NIC)
         (dict(gpus=9, gpus_per_node=1, radix=4, oversubscription=3), 800),
+        # two planes of the first: each GPU's 800G NIC is a 400G port in each plane
+        (dict(gpus=8, gpus_per_node=1, radix=4, nic_gbps=800, planes=2), 3200),
     ],
 )
 def test_brute_force_reference_on_known_fabrics(fields, gbps):

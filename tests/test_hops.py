@@ -27,6 +27,7 @@ SMALL_SHAPES = [
     dict(gpus=40, gpus_per_node=2, radix=8, tiers=3),  # rail, three tiers, partial SU and pod
     dict(gpus=48, gpus_per_node=2, radix=8, placement="rack"),  # rack, three tiers
     dict(gpus=32, gpus_per_node=4, nics_per_node=2, radix=8, placement="rack"),  # rack, two tiers
+    dict(gpus=32, gpus_per_node=2, radix=8, tiers=3, nic_gbps=800, planes=2),  # two planes of three tiers
 ]
 
 
