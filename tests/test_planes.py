@@ -180,3 +180,16 @@ def test_cli_builds_a_b300_design(tmp_path):
     assert (out / "switches" / "cluster-pl1-spine-03").is_dir()
     check = CliRunner().invoke(main, ["check", str(out), "-q"], prog_name="topo")
     assert check.exit_code == 0, check.output
+
+
+def test_rail_only_planes_are_one_switch_per_rail_and_plane():
+    spec = load_spec({"gpus": 512, "tiers": 1, **B300})
+    fabric = build_fabric(spec)
+    assert (fabric.count(1), fabric.count(2)) == (16, 0)
+    assert fabric.names[fabric.first(1)] == "cluster-pl0-leaf-su00-r0"
+    result = analyze(fabric)
+    ports = analyze(build_fabric(load_spec({"gpus": 512, "tiers": 1, "switch": "eth-51t-128x400",
+                                            "nics_per_node": 16})))
+    assert result.bisection.maxflow_gbps == ports.bisection.maxflow_gbps == 512 * 800 // 2
+    assert result.hops.diameter_links == 2
+    assert result.allreduce.to_rows() == ports.allreduce.to_rows()
