@@ -64,6 +64,7 @@ SHAPES = {
     "two-planes": dict(gpus=128, nic_gbps=800, planes=2),
     "two-planes-three-tier": dict(gpus=16, gpus_per_node=1, nics_per_node=1, nic_gbps=800, planes=2, radix=4,
                                   tiers=3),
+    "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
 }
 
 
@@ -329,7 +330,7 @@ def test_containerlab_endpoints_and_binds(built):
 
 @needs_schema
 @pytest.mark.parametrize("kind", ["linux", "sonic-vs"])
-@pytest.mark.parametrize("shape", ["two-tier", "three-tier", "rail-only", "two-planes"])
+@pytest.mark.parametrize("shape", ["two-tier", "three-tier", "rail-only", "two-planes", "mixed-leaf-spine"])
 def test_containerlab_passes_the_schema(kind, shape, tmp_path):
     fabric = build_fabric(load_spec(SHAPES[shape]))
     files = export_files(fabric, kind=kind)

@@ -89,6 +89,7 @@ SHAPES = {
     "undersubscribed": dict(gpus=960, oversubscription="15:17"),
     "two-planes": dict(gpus=1024, switch="eth-51t-128x400", nic_gbps=800, planes=2),
     "two-planes-rack-3tier": dict(gpus=256, placement="rack", radix=16, tiers=3, nic_gbps=800, planes=2),
+    "mixed-leaf-spine": dict(gpus=4096, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
 }
 
 
@@ -489,7 +490,7 @@ def parse_show_topology(text: str) -> dict[str, dict[str, str]]:
 
 
 SLURM_SHAPES = ["rail-2tier", "rail-3tier", "rail-3tier-wide-su", "rack-2tier", "rack-3tier", "rail-only", "grown-3tier",
-                "undersubscribed", "two-planes", "two-planes-rack-3tier"]
+                "undersubscribed", "two-planes", "two-planes-rack-3tier", "mixed-leaf-spine"]
 
 
 @needs_slurm

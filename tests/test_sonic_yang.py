@@ -388,6 +388,8 @@ BUILDS = {
     "grown-256-to-1024": dict(gpus=256, grow_to=1024),
     "rail-only": dict(gpus=64, tiers=1),
     "b300-two-planes": dict(gpus=512, switch="eth-51t-128x400", nic_gbps=800, planes=2),
+    "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
+    "mixed-core": dict(gpus=512, switch="eth-12t-32x400", core_switch="eth-25t-64x400", tiers=3),
 }
 #: Builds whose configs SONiC refuses, with yanglint's error for every one of their configs and why:
 #: none now. (Fractional cable lengths, which sonic-cable-length.yang's "[0-9]+m" refuses, are rounded

@@ -52,7 +52,10 @@ class Addressing:
     asn_size : int
         2 or 4 (bytes).
     lanes_per_port : int
-        SerDes lanes of one switch port (for SONiC port names).
+        SerDes lanes of one leaf port (for SONiC port names).
+    spine_core_lanes : tuple of int
+        SerDes lanes of one spine port and one core port (each tier's model may differ); empty
+        when they are the leaf's.
     """
 
     asn: np.ndarray
@@ -60,6 +63,13 @@ class Addressing:
     link_ip: np.ndarray
     asn_size: int
     lanes_per_port: int
+    spine_core_lanes: tuple[int, ...] = ()
+
+    def tier_lanes(self, tier: int) -> int:
+        """SerDes lanes of one port of a switch of ``tier`` (1 leaf, 2 spine, 3 core)."""
+        if tier <= 1 or not self.spine_core_lanes:
+            return self.lanes_per_port
+        return self.spine_core_lanes[tier - 2]
 
 
 def ip_text(values: np.ndarray) -> list[str]:
@@ -69,16 +79,18 @@ def ip_text(values: np.ndarray) -> list[str]:
     return [f"{a}.{b}.{c}.{d}" for a, b, c, d in zip(*(p.tolist() for p in parts))]
 
 
-def lanes_per_port(spec: FabricSpec) -> int:
-    """SerDes lanes of one port: the SONiC platform's, else the switch model's figure, else port
-    speed / 100G (at least 1)."""
+def lanes_per_port(spec: FabricSpec, tier: int = 1) -> int:
+    """SerDes lanes of one port of a tier's switch: its SONiC platform's, else its model's figure,
+    else port speed / 100G (at least 1)."""
     from .catalog import platform_catalog, switch_catalog
+    from .spec import tier_switch
 
-    if spec.platform is not None:
-        return platform_catalog()[spec.platform].lanes_per_port
-    if spec.switch is not None:
-        return switch_catalog()[spec.switch].lanes
-    return max(1, spec.port_gbps // DEFAULT_LANE_GBPS)
+    t = tier_switch(spec, tier)
+    if t.platform is not None:
+        return platform_catalog()[t.platform].lanes_per_port
+    if t.model is not None:
+        return switch_catalog()[t.model].lanes
+    return max(1, t.port_gbps // DEFAULT_LANE_GBPS)
 
 
 def sonic_port_name(port: int, lane: int, lanes: int, breakout: int) -> str:
@@ -222,4 +234,5 @@ def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray, leaf: np.nda
     if not spec.unnumbered:
         link_ip[~host] = int(p2p_pool.network_address) + 2 * np.arange(fabric_links, dtype=np.uint32)
     return Addressing(asn=asn, loopback=loopback, link_ip=link_ip, asn_size=size,
-                      lanes_per_port=lanes_per_port(spec))
+                      lanes_per_port=lanes_per_port(spec),
+                      spine_core_lanes=tuple(lanes_per_port(spec, t) for t in (2, 3)))

@@ -136,6 +136,9 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [400]."}),
     ("planes", "--planes", {"type": click.INT, "metavar": "N", "help": "Planes: each NIC has N ports of nic-gbps/N, port p into plane p, and no link joins two planes [1]."}),
     ("switch", "--switch", {"help": "Switch model from the catalogue (see 'topo switches'); sets radix and port speed."}),
+    ("leaf_switch", "--leaf-switch", {"metavar": "MODEL", "help": "Leaf model, if not --switch's [--switch]."}),
+    ("spine_switch", "--spine-switch", {"metavar": "MODEL", "help": "Spine model, if not --switch's (its radix may differ) [--switch]."}),
+    ("core_switch", "--core-switch", {"metavar": "MODEL", "help": "Core model, if not --switch's (its radix may differ) [--switch]."}),
     ("platform", "--platform", {"help": "SONiC SKU of the switch model (see 'topo switches') [the model's]."}),
     ("switch_watts", "--switch-watts", {"type": click.FLOAT, "metavar": "W",
                                         "help": "Power of one switch with its optics, for a switch without a catalogue model [unknown]."}),
@@ -401,8 +404,10 @@ def summary_table(summary: Summary) -> str:
         f"{s.nics_per_node} x {s.nic_gbps}G {'NIC' if s.nics_per_node == 1 else 'NICs'} each"
         + (f", {s.planes} x {s.nic_gbps // s.planes}G ports a NIC" if s.planes > 1 else "") + "), "
         f"{kind}, {_plural(s.tiers, 'tier')}" + (f", {s.planes} planes" if s.planes > 1 else ""),
-        f"switches: radix {s.radix} x {s.port_gbps}G{model}; "
-        f"{_plural(s.scalable_units, unit[:-1])} of {_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" + (" a plane" if s.planes > 1 else "") if s.tiers == 3 else ""),
+        (f"switches: radix {s.radix} x {s.port_gbps}G{model}; " if len({(r.model, r.radix) for r in s.tier_rows}) == 1
+         else "switches: " + ", ".join(f"{r.role} {r.radix} x {s.port_gbps}G" + (f" ({r.model})" if r.model else "")
+                                       for r in s.tier_rows) + "; ")
+        + f"{_plural(s.scalable_units, unit[:-1])} of {_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" + (" a plane" if s.planes > 1 else "") if s.tiers == 3 else ""),
         *([f"parallel links: {s.leaf_spine_parallel} per leaf-spine pair"
            + (f", {s.spine_core_parallel} per spine-core pair" if s.tiers == 3 else "")] if s.tiers > 1 else []),
         *([growth_line(s.growth)] if s.growth else []),

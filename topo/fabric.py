@@ -20,7 +20,7 @@ from .addressing import Addressing, ip_text, link_counts, plan_addressing
 from .catalog import switch_catalog
 from .errors import SpecError, quote
 from .sizing import Plan, final_spec, plan_fabric, plane_spec
-from .spec import FabricSpec, node_names
+from .spec import FabricSpec, node_names, tier_switch
 
 #: Vertex roles by tier number (tier 0 is a server).
 ROLES = ("node", "leaf", "spine", "core")
@@ -108,7 +108,7 @@ class Fabric:
 
 def is_ethernet(fabric: Fabric) -> bool:
     """Ethernet switch configs apply (not to an InfiniBand switch model)."""
-    model = fabric.spec.switch
+    model = tier_switch(fabric.spec, 1).model  # every tier is of one technology (checked by the spec)
     return model is None or switch_catalog()[model].technology == "ethernet"
 
 
@@ -325,7 +325,8 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
     su, pod, rail, group, plane = (v[k].tolist() for k in ("su", "pod", "rail", "group", "plane"))
     planes = plan.planes
     first = [0, plan.nodes, plan.nodes + plan.leaves, plan.nodes + plan.leaves + plan.spines]
-    gpus, nics, radix = spec.gpus_per_node, spec.nic_ports, spec.radix
+    gpus, nics = spec.gpus_per_node, spec.nic_ports
+    radix_of = [0, spec.radix, plan.spine_radix or spec.radix, plan.core_radix or spec.radix]
     asn = addressing.asn.tolist()
     loopback = [""] * plan.nodes + ip_text(addressing.loopback[plan.nodes:])
 
@@ -335,7 +336,7 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
         if t == 0:
             a.update(su=su[i], pod=pod[i], gpus=gpus, nics=nics)
         else:
-            a.update(radix=radix, asn=asn[i], loopback=loopback[i])
+            a.update(radix=radix_of[t], asn=asn[i], loopback=loopback[i])
             if t == 1:
                 a.update(su=su[i], pod=pod[i])
                 if rail[i] >= 0:
@@ -451,7 +452,8 @@ def _grown(spec: FabricSpec, plan: Plan) -> tuple[list[str], dict[str, np.ndarra
                   lane=flinks.lane[kept_links], kind=flinks.kind[kept_links], gbps=flinks.gbps[kept_links])
     vertices = {key: value[keep] for key, value in fvert.items()}
     addressing = Addressing(asn=faddr.asn[keep], loopback=faddr.loopback[keep], link_ip=faddr.link_ip[kept_links],
-                            asn_size=faddr.asn_size, lanes_per_port=faddr.lanes_per_port)
+                            asn_size=faddr.asn_size, lanes_per_port=faddr.lanes_per_port,
+                            spine_core_lanes=faddr.spine_core_lanes)
     names = [n for n, k in zip(fnames, keep.tolist()) if k]
     return names, vertices, links, addressing
 
@@ -543,6 +545,7 @@ def plane_view(fabric: Fabric, plane: int) -> Fabric:
     vertices = {k: v.astype(fabric.su.dtype if k != "tier" else fabric.tier.dtype) for k, v in vertices.items()}
     a = fabric.addressing
     addressing = Addressing(asn=a.asn[where], loopback=a.loopback[where], link_ip=a.link_ip[keep],
-                            asn_size=a.asn_size, lanes_per_port=a.lanes_per_port)
+                            asn_size=a.asn_size, lanes_per_port=a.lanes_per_port,
+                            spine_core_lanes=a.spine_core_lanes)
     return Fabric(spec=plane_spec(fabric.spec), plan=one, names=tuple(fabric.names[i] for i in where.tolist()),
                   links=view_links, graph=None, addressing=addressing, **vertices)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
 from .errors import SpecError
-from .spec import FabricSpec, format_ratio
+from .spec import FabricSpec, format_ratio, tier_switch
 
 #: Radixes tried when suggesting a switch that would hold a fabric.
 COMMON_RADIXES = (32, 48, 64, 128, 144, 256, 512)
@@ -47,6 +47,8 @@ class Plan:
     cores: int
     spine_core_links: int  #: parallel links between a spine and each core of its group
     planes: int = 1  #: planes; the other counts are of one plane, except the totals below
+    spine_radix: int = 0  #: ports of a spine (its tier's model); 0 in one tier
+    core_radix: int = 0  #: ports of a core (its tier's model); 0 below three tiers
 
     # With planes > 1, rails (links of a node), leaves, pods, spines and cores are totals over the
     # planes; every other count is one plane's (each plane is the same fabric).
@@ -137,9 +139,15 @@ class _Shape:
     leaves_per_full_pod: int
 
 
-def _shape(spec: FabricSpec, radix: int) -> _Shape:
+def tier_radices(spec: FabricSpec) -> tuple[int, int, int]:
+    """Ports of a leaf, a spine and a core: each tier's model's, else ``radix``."""
+    return tuple(tier_switch(spec, t).radix for t in (1, 2, 3))  # type: ignore[return-value]
+
+
+def _shape(spec: FabricSpec, radix: int, spine_radix: int | None = None) -> _Shape:
     down, up = split_ports(radix, spec.oversubscription, "oversubscription")
-    spine_down, spine_up = split_ports(radix, spec.spine_oversubscription, "spine_oversubscription")
+    spine_radix = spine_radix or radix
+    spine_down, spine_up = split_ports(spine_radix, spec.spine_oversubscription, "spine_oversubscription")
     breakout = spec.port_gbps // spec.nic_gbps
     nics_per_leaf = down * breakout
     if spec.placement == "rail":
@@ -169,10 +177,11 @@ def _leaves_for(spec: FabricSpec, shape: _Shape, nodes: int) -> tuple[int, int]:
 
 
 def max_gpus(spec: FabricSpec, tiers: int, radix: int | None = None) -> int:
-    """Most GPUs a fabric of ``tiers`` tiers holds with this spec's settings (and ``radix``)."""
-    radix = radix or spec.radix
-    shape = _shape(spec, radix)
-    max_leaves = radix if tiers == 2 else radix * shape.leaves_per_full_pod
+    """Most GPUs a fabric of ``tiers`` tiers holds with this spec's settings (and ``radix`` for
+    every tier, else each tier's own)."""
+    leaf_k, spine_k, core_k = (radix,) * 3 if radix else tier_radices(spec)
+    shape = _shape(spec, leaf_k, spine_k)
+    max_leaves = spine_k if tiers == 2 else core_k * shape.leaves_per_full_pod
     if spec.placement == "rail":
         nodes = max_leaves // spec.nics_per_node * shape.su_nodes
     else:
@@ -215,14 +224,14 @@ def plan_fabric(spec: FabricSpec) -> Plan:
         return _plan_grown(spec)
     if spec.tiers == 1:
         return _plan_one_tier(spec)
-    k = spec.radix
-    shape = _shape(spec, k)
+    k, spine_k, core_k = tier_radices(spec)
+    shape = _shape(spec, k, spine_k)
     nodes = spec.nodes
     sus, leaves = _leaves_for(spec, shape, nodes)
 
     tiers = spec.tiers
-    fits_two = leaves <= k
-    fits_three = _ceil_div(leaves, shape.leaves_per_full_pod) <= k
+    fits_two = leaves <= spine_k
+    fits_three = _ceil_div(leaves, shape.leaves_per_full_pod) <= core_k
     if tiers == "auto":
         tiers = 2 if fits_two else 3
     if tiers == 2 and spec.spine_oversubscription != 1:
@@ -236,20 +245,27 @@ def plan_fabric(spec: FabricSpec) -> Plan:
     if tiers == 2 and not fits_two:
         raise SpecError(
             [
-                f"gpus={spec.gpus} needs {leaves} leaves but two tiers of radix={k} hold at most {k} "
+                f"gpus={spec.gpus} needs {leaves} leaves but two tiers of "
+                f"{'radix=' + str(k) if spine_k == k else f'{spine_k}-port spines'} hold at most {spine_k} "
                 f"leaves ({max_gpus(spec, 2):,} GPUs); use tiers=3 or auto"
             ]
         )
     if not fits_three:
         raise SpecError(
             [
-                f"gpus={spec.gpus} is more than three tiers of radix={k} hold with these settings "
-                f"(at most {max_gpus(spec, 3):,} GPUs){_radix_that_fits(spec)}"
+                f"gpus={spec.gpus} is more than three tiers of "
+                f"{'radix=' + str(k) if spine_k == k == core_k else f'{k}/{spine_k}/{core_k}-port leaves/spines/cores'} "
+                f"hold with these settings (at most {max_gpus(spec, 3):,} GPUs){_radix_that_fits(spec)}"
             ]
         )
 
     if tiers == 2:
         return _plan_two_tiers(spec, shape, nodes, sus, leaves)
+    spine, core = tier_switch(spec, 2), tier_switch(spec, 3)
+    if spine.port_gbps != core.port_gbps:
+        raise SpecError([f"gpus={spec.gpus} needs three tiers, whose cores ({core.model or 'generic'}, "
+                         f"{core.port_gbps}G ports) differ in port speed from the spines ({spine.model}, "
+                         f"{spine.port_gbps}G); name a core_switch of {spine.port_gbps}G ports"])
     return _plan_three_tiers(spec, shape, nodes, sus, leaves)
 
 
@@ -353,19 +369,20 @@ def _plan_one_tier(spec: FabricSpec) -> Plan:
 
 
 def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int) -> Plan:
-    spines = _spines_for(spec, shape.up, leaves, spec.radix, "")
+    spine_k = tier_radices(spec)[1]
+    spines = _spines_for(spec, shape.up, leaves, spine_k, "")
     return Plan(
         tiers=2, placement=spec.placement, nodes=nodes, rails=spec.nics_per_node,
         breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up,
         nics_per_leaf=shape.nics_per_leaf, su_nodes=shape.su_nodes, sus=sus, leaves=leaves,
         leaves_per_pod=leaves, pods=1, spines_per_pod=spines, spines=spines,
-        leaf_spine_links=shape.up // spines, spine_down_ports=spec.radix, spine_up_ports=0,
-        cores_per_group=0, cores=0, spine_core_links=0,
+        leaf_spine_links=shape.up // spines, spine_down_ports=spine_k, spine_up_ports=0,
+        cores_per_group=0, cores=0, spine_core_links=0, spine_radix=spine_k,
     )
 
 
 def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int) -> Plan:
-    k = spec.radix
+    _, spine_k, k = tier_radices(spec)  # k: a core's ports
     per_pod = min(shape.leaves_per_full_pod, leaves)
     pods = _ceil_div(leaves, per_pod)
     spines_per_pod = _spines_for(spec, shape.up, per_pod, shape.spine_down, " per pod")
@@ -379,7 +396,7 @@ def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, lea
         spines=pods * spines_per_pod, leaf_spine_links=shape.up // spines_per_pod,
         spine_down_ports=shape.spine_down, spine_up_ports=shape.spine_up,
         cores_per_group=cores_per_group, cores=spines_per_pod * cores_per_group,
-        spine_core_links=shape.spine_up // cores_per_group,
+        spine_core_links=shape.spine_up // cores_per_group, spine_radix=spine_k, core_radix=k,
     )
 
 

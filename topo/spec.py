@@ -86,6 +86,9 @@ class FabricSpec:
     nic_gbps: int = 400
     planes: int = 1
     switch: str | None = None
+    leaf_switch: str | None = None
+    spine_switch: str | None = None
+    core_switch: str | None = None
     platform: str | None = None
     switch_watts: float | None = None
     radix: int = 64
@@ -164,6 +167,38 @@ class FabricSpec:
             node_leaf = 3.0 if self.placement == "rack" else 20.0
         return {"node-leaf": float(node_leaf), "leaf-spine": float(self.cable_leaf_spine_m),
                 "spine-core": float(self.cable_spine_core_m)}
+
+
+#: Spec fields of each switch tier's own model (tier 1 leaf, 2 spine, 3 core).
+TIER_SWITCH_FIELDS = {1: "leaf_switch", 2: "spine_switch", 3: "core_switch"}
+
+
+@dataclass(frozen=True)
+class TierSwitch:
+    """The switches of one tier: their model (None for a generic switch), ports and SONiC SKU."""
+
+    tier: int
+    model: str | None
+    radix: int
+    port_gbps: int
+    platform: str | None
+
+
+def tier_switch(spec: FabricSpec, tier: int) -> TierSwitch:
+    """The switch of a tier: its own model (``leaf_switch``, ``spine_switch``, ``core_switch``), else
+    ``switch``, else the leaf's model, else a generic switch of ``radix`` x ``port_gbps`` (which
+    are the leaf's). The SKU is ``platform`` where it is of that model, else the model's default.
+
+    >>> s = load_spec({"gpus": 4096, "switch": "eth-25t-64x400", "spine_switch": "eth-51t-128x400"})
+    >>> [(t.model, t.radix, t.platform) for t in (tier_switch(s, 1), tier_switch(s, 2), tier_switch(s, 3))]
+    [('eth-25t-64x400', 64, 'sn5400-acs'), ('eth-51t-128x400', 128, 'sn5600-o128'), ('eth-25t-64x400', 64, 'sn5400-acs')]
+    """
+    model = getattr(spec, TIER_SWITCH_FIELDS[tier]) or spec.switch or spec.leaf_switch
+    if model is None:
+        return TierSwitch(tier, None, spec.radix, spec.port_gbps, None)
+    m = switch_catalog()[model]
+    platform = spec.platform if spec.platform and platform_catalog()[spec.platform].switch == model else m.platform
+    return TierSwitch(tier, model, m.radix, m.port_gbps, platform)
 
 
 #: Field names, in the order they are documented and written.
@@ -493,6 +528,9 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "nic_gbps": _gbps,
     "planes": _bounded(MAX_PLANES, "planes"),
     "switch": _switch,
+    "leaf_switch": _switch,
+    "spine_switch": _switch,
+    "core_switch": _switch,
     "platform": _platform,
     "switch_watts": _switch_watts,
     "radix": _positive_int,
@@ -780,6 +818,8 @@ def load_spec(
         problems.append("gpus: required (how many GPUs the fabric connects), e.g. gpus: 1024")
 
     _merge_switch_model(values, merged, problems)
+    if values.get("switch") is None:
+        _leaf_geometry(values, merged, problems)
     bad = {p.split(":")[0] for p in problems}
     for f in fields(FabricSpec):  # defaults for fields not given (nor refused)
         if f.name not in values and f.name not in bad and f.name not in ("gpus", "nics_per_node"):
@@ -787,6 +827,7 @@ def load_spec(
     if values.get("nics_per_node") is None:
         values["nics_per_node"] = values.get("gpus_per_node", 8)
     _check_relations(values, problems)
+    _check_tier_switches(values, problems)
     if not problems:
         _resolve_hostnames(values, overrides or {}, base_dir, problems)
         _resolve_prices(values, overrides or {}, base_dir, problems)
@@ -861,14 +902,49 @@ def _merge_switch_model(values: dict[str, Any], given: Mapping[str, Any], proble
     model = switch_catalog()[model_name]
     if platform is None and model.platform is not None:
         values["platform"] = model.platform
+    _leaf_geometry(values, given, problems)
+
+
+def _leaf_geometry(values: dict[str, Any], given: Mapping[str, Any], problems: list[str]) -> None:
+    """radix and port_gbps are the leaf's: of leaf_switch, else of switch (explicit values must agree)."""
+    field = "leaf_switch" if values.get("leaf_switch") else "switch"
+    model_name = values.get(field)
+    if model_name is None:
+        return
+    model = switch_catalog()[model_name]
     for field_name in ("radix", "port_gbps"):
         model_value = getattr(model, field_name)
         if field_name in given and field_name in values and values[field_name] != model_value:
             problems.append(
-                f"{field_name}={values[field_name]} conflicts with switch={model_name} "
+                f"{field_name}={values[field_name]} conflicts with {field}={model_name} "
                 f"({field_name} {model_value}); give one or the other"
             )
         values[field_name] = model_value
+
+
+def _check_tier_switches(values: dict[str, Any], problems: list[str]) -> None:
+    """Per-tier models fit together: one technology and one port speed (the radix may differ)."""
+    tiered = [values.get(f) for f in TIER_SWITCH_FIELDS.values()]
+    if not any(tiered):
+        return
+    chain = [tiered[0] or values.get("switch")]
+    chain += [t or values.get("switch") or values.get("leaf_switch") for t in tiered[1:]]
+    catalog = switch_catalog()
+    speeds = [catalog[m].port_gbps if m else values.get("port_gbps") for m in chain]
+    techs = {catalog[m].technology if m else "ethernet" for m in chain}
+    if len(techs) > 1:
+        problems.append("leaf_switch, spine_switch, core_switch: "
+                        + ", ".join(f"{name}={m or 'generic Ethernet'}" for name, m in zip(TIER_SWITCH_FIELDS.values(), chain))
+                        + " mix Ethernet and InfiniBand; every tier must be of one technology")
+    names = list(TIER_SWITCH_FIELDS.values())
+    for t in (1, 2):
+        lo, hi = speeds[t - 1], speeds[t]
+        if not tiered[t] and not (t == 2 and values.get("tiers") == 3):
+            continue  # a tier without its own model (a core in two tiers is none): sizing checks it if built
+        if isinstance(lo, int) and isinstance(hi, int) and hi != lo:
+            problems.append(f"{names[t]}={chain[t] or 'generic'} has {hi}G ports and {names[t - 1]}="
+                            f"{chain[t - 1] or 'generic'} {lo}G ports: the tiers' models may differ in radix, "
+                            f"not yet in port speed")
 
 
 def _check_relations(values: dict[str, Any], problems: list[str]) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -30,6 +31,7 @@ import numpy as np
 from ..addressing import rdma_device, sonic_port_name
 from ..catalog import power_class, switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
+from ..spec import tier_switch
 from .media import (COPPER, OPTICAL, Cage, CablingError, MediaCatalog, Medium, MediumAtSpeed, media_catalog,
                     speed_text)
 
@@ -278,32 +280,81 @@ def _column(media: tuple[Medium, ...], entries: Mapping[str, MediumAtSpeed], att
 
 
 @dataclass(frozen=True, eq=False)
-class _Ends:
-    """What the two ends of a fabric's links take: the switch cage and the NIC, and the media
-    the catalogue offers for each at its speed."""
+class _CageClass:
+    """One kind of switch cage of a fabric (every tier of one switch model has the same): its form
+    factor, fabric ports, speed, and the media the catalogue offers for a module in it."""
 
     cage: Cage
     ports_per_cage: int  #: fabric ports per switch cage
-    breakout: int  #: NIC links per leaf port
     cage_gbps: int
+    at_switch: Mapping[str, MediumAtSpeed]
+
+
+@dataclass(frozen=True, eq=False)
+class _Ends:
+    """What the two ends of a fabric's links take: each switch tier's cage (``classes``, and the
+    class of each tier), and the NIC, with the media the catalogue offers for each at its speed."""
+
+    classes: tuple[_CageClass, ...]
+    tier_class: np.ndarray  #: cage class of each tier (index 0 unused: servers)
+    breakout: int  #: NIC links per leaf port
     nic_gbps: int
     nic_form_factor: str
-    at_switch: Mapping[str, MediumAtSpeed]  #: media for a module in a switch cage
     at_nic: Mapping[str, MediumAtSpeed]  #: media for a module in a NIC
+
+    @property
+    def leaf(self) -> _CageClass:
+        return self.classes[int(self.tier_class[1])]
+
+    def interfaces(self, media: tuple[Medium, ...]) -> np.ndarray:
+        """The optical interface of each medium's module in each cage class (``SR4``, ``SR8``,
+        ``DR4``...; "" where not offered): two ends of a fibre must have the same one."""
+        return np.array([[_optical_interface(c.at_switch[m.key].transceiver) if m.key in c.at_switch
+                          and c.at_switch[m.key].transceiver else "" for m in media] for c in self.classes])
+
+    def column(self, media: tuple[Medium, ...], attr: str) -> np.ndarray:
+        """One figure of every medium in every cage class: shape (classes, media), -1 where not offered."""
+        return np.stack([_column(media, c.at_switch, attr) for c in self.classes])
+
+
+_INTERFACE = re.compile(r"\b(?:\d+x)?([A-Z]{2,3}\d+)\b")
+
+
+def _optical_interface(transceiver: str) -> str:
+    """The optical interface of a module (``400G {ff} SR8`` -> ``SR8``, ``800G {ff} 2xSR4`` -> ``SR4``).
+
+    >>> _optical_interface("800G {ff} 2xDR4"), _optical_interface("400G {ff} SR4 at 200G")
+    ('DR4', 'SR4')
+    """
+    found = _INTERFACE.search(transceiver.replace("{ff}", ""))
+    return found.group(1) if found else transceiver
 
 
 def _ends(fabric: Fabric, catalog: MediaCatalog) -> _Ends:
     spec = fabric.spec
-    cage = catalog.cage(spec.switch)
-    lanes = fabric.addressing.lanes_per_port
-    lane_gbps = max(1, spec.port_gbps // max(lanes, 1))
-    cage_gbps = cage.ports_per_cage * spec.port_gbps
-    return _Ends(
-        cage=cage, ports_per_cage=cage.ports_per_cage, breakout=fabric.plan.breakout, cage_gbps=cage_gbps,
-        nic_gbps=spec.nic_port_gbps, nic_form_factor=catalog.nic.form_factor,
-        at_switch=_lookup(catalog, cage_gbps, lane_gbps,
-                          f"{cage.ports_per_cage} x {spec.port_gbps}G ports per {cage.form_factor} cage"),
-        at_nic=_lookup(catalog, spec.nic_port_gbps, lane_gbps, "server NICs"))
+    classes: list[_CageClass] = []
+    keys: dict[tuple, int] = {}
+    tier_class = np.zeros(4, dtype=np.int64)
+    lane_gbps = 1
+    for t in range(1, fabric.plan.tiers + 1):
+        sw = tier_switch(spec, t)
+        cage = catalog.cage(sw.model)
+        lanes = fabric.addressing.tier_lanes(t)
+        lane = max(1, sw.port_gbps // max(lanes, 1))
+        if t == 1:
+            lane_gbps = lane
+        cage_gbps = cage.ports_per_cage * sw.port_gbps
+        key = (cage.form_factor, cage.ports_per_cage, cage_gbps, lane)
+        if key not in keys:
+            keys[key] = len(classes)
+            classes.append(_CageClass(cage=cage, ports_per_cage=cage.ports_per_cage, cage_gbps=cage_gbps,
+                                      at_switch=_lookup(catalog, cage_gbps, lane,
+                                                        f"{cage.ports_per_cage} x {sw.port_gbps}G ports per "
+                                                        f"{cage.form_factor} cage")))
+        tier_class[t] = keys[key]
+    return _Ends(classes=tuple(classes), tier_class=tier_class, breakout=fabric.plan.breakout,
+                 nic_gbps=spec.nic_port_gbps, nic_form_factor=catalog.nic.form_factor,
+                 at_nic=_lookup(catalog, spec.nic_port_gbps, lane_gbps, "server NICs"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,6 +373,8 @@ class _Rows:
     nl: np.ndarray  #: node-leaf row
     a_cage: np.ndarray
     b_cage: np.ndarray  #: -1 at a server
+    a_class: np.ndarray  #: cage class of the switch at ``a``
+    b_class: np.ndarray  #: cage class of the switch at ``b`` (its NIC's side: -1)
     lengths: np.ndarray  #: run length of each link kind
     length: np.ndarray  #: run length of each row
 
@@ -329,7 +382,7 @@ class _Rows:
         return int(self.kind.shape[0])
 
 
-def _rows(fabric: Fabric, ports_per_cage: int) -> _Rows:
+def _rows(fabric: Fabric, ends: _Ends) -> _Rows:
     links = fabric.links
     kind = links.kind.astype(np.int64)
     nl = kind == 0
@@ -342,10 +395,14 @@ def _rows(fabric: Fabric, ports_per_cage: int) -> _Rows:
     kind, a, a_port, a_lane, b, b_port = (x[order] for x in (kind, a, a_port, a_lane, b, b_port))
     nl = kind == 0
     lengths = np.array([fabric.spec.cable_m[k] for k in LINK_KINDS])
+    # the switch at a is of tier max(kind, 1) (a leaf, or the lower end), the one at b of kind + 1
+    a_class = ends.tier_class[np.maximum(kind, 1)]
+    b_class = np.where(nl, -1, ends.tier_class[np.minimum(kind + 1, 3)])
+    per_cage = np.array([c.ports_per_cage for c in ends.classes], dtype=np.int64)
     return _Rows(order=order, kind=kind, a=a, a_port=a_port, a_lane=a_lane, b=b, b_port=b_port,
-                 gbps=links.gbps[order].astype(np.int64), nl=nl, a_cage=(a_port - 1) // ports_per_cage + 1,
-                 b_cage=np.where(nl, -1, (b_port - 1) // ports_per_cage + 1), lengths=lengths,
-                 length=lengths[kind])
+                 gbps=links.gbps[order].astype(np.int64), nl=nl, a_cage=(a_port - 1) // per_cage[a_class] + 1,
+                 b_cage=np.where(nl, -1, (b_port - 1) // per_cage[np.maximum(b_class, 0)] + 1),
+                 a_class=a_class, b_class=b_class, lengths=lengths, length=lengths[kind])
 
 
 @dataclass(frozen=True, eq=False)
@@ -362,7 +419,7 @@ class _CageGroups:
     b_starts: np.ndarray  #: first of each ``b`` cage in ``by_b``
 
 
-def _cage_groups(rows: _Rows, radix: int, ports_per_cage: int) -> _CageGroups:
+def _cage_groups(rows: _Rows, cage_span: int) -> _CageGroups:
     kind, a, a_cage, nl, n = rows.kind, rows.a, rows.a_cage, rows.nl, len(rows)
     new = np.ones(n, dtype=bool)
     new[1:] = (kind[1:] != kind[:-1]) | (a[1:] != a[:-1]) | (a_cage[1:] != a_cage[:-1])
@@ -370,7 +427,6 @@ def _cage_groups(rows: _Rows, radix: int, ports_per_cage: int) -> _CageGroups:
     starts = np.flatnonzero(new)
     legs = np.diff(np.append(starts, n))[group]
     # a copper switch-to-switch cable joins one cage to one cage: both sides must map one-to-one
-    cage_span = radix // ports_per_cage + 2
     far = rows.b * cage_span + rows.b_cage
     one_to_one = _uniform(far, starts)[group] | nl  # node-leaf legs go to separate NICs
     sw = np.flatnonzero(~nl)
@@ -394,26 +450,39 @@ def _choose_media(rows: _Rows, groups: _CageGroups, media: tuple[Medium, ...], e
     one-to-one; optics at a NIC need a module offered at both ends' speeds.
     """
     nl, length, legs = rows.nl, rows.length, groups.legs
-    reach_sw, split_sw = _column(media, ends.at_switch, "reach_m"), _column(media, ends.at_switch, "split_reach_m")
+    reach_sw, split_sw = ends.column(media, "reach_m"), ends.column(media, "split_reach_m")
     reach_nic = _column(media, ends.at_nic, "reach_m")
+    b_class = np.maximum(rows.b_class, 0)
+    # a fibre between two switch cages needs the same optical interface at both ends (SR8 and SR4
+    # modules do not talk): with cages of one kind it always is
+    interface = ends.interfaces(media)
     eligible = np.zeros((len(media), len(rows)), dtype=bool)
     for i, m in enumerate(media):
+        at_a, at_b = reach_sw[rows.a_class, i], reach_sw[b_class, i]
         if m.kind == COPPER:
             # a node-leaf cable fans out to its cage's NICs (a splitter when more than one);
             # a switch-to-switch cable joins two cages whatever the ports per cage
             splits = nl & (legs > 1)
-            reach = np.where(splits, split_sw[i], reach_sw[i])
-            eligible[i] = ((reach_sw[i] > 0) & (length <= reach + 1e-9) & groups.one_to_one
+            reach = np.where(splits, split_sw[rows.a_class, i], at_a)
+            reach = np.where(nl, reach, np.minimum(reach, at_b))
+            eligible[i] = ((at_a > 0) & (nl | (at_b > 0)) & (length <= reach + 1e-9) & groups.one_to_one
                            & (~nl | (legs <= m.max_legs)))
         else:
-            reach = np.where(nl, min(reach_sw[i], reach_nic[i]) if reach_nic[i] > 0 else -1.0, reach_sw[i])
-            eligible[i] = (reach > 0) & (length <= reach + 1e-9)
+            nic = reach_nic[i] if reach_nic[i] > 0 else -1.0
+            reach = np.where(nl, np.where(nic > 0, np.minimum(at_a, nic), -1.0),
+                             np.where(at_b > 0, np.minimum(at_a, at_b), -1.0))
+            same = nl | (interface[rows.a_class, i] == interface[b_class, i])
+            eligible[i] = (at_a > 0) & (reach > 0) & (length <= reach + 1e-9) & same
     found = eligible.any(axis=0)
     if not found.all():
         problems = []
         for k in np.unique(rows.kind[~found]).tolist():
-            cage, nic = speed_text(ends.cage_gbps), speed_text(ends.nic_gbps)
-            where = f"a {cage} switch cage and a {nic} NIC" if k == 0 else f"two {cage} switch cages"
+            row = int(np.flatnonzero(rows.kind == k)[0])
+            cage = speed_text(ends.classes[int(rows.a_class[row])].cage_gbps)
+            nic = speed_text(ends.nic_gbps)
+            far = speed_text(ends.classes[int(max(rows.b_class[row], 0))].cage_gbps)
+            where = f"a {cage} switch cage and a {nic} NIC" if k == 0 else \
+                (f"two {cage} switch cages" if far == cage else f"a {cage} and a {far} switch cage")
             problems.append(
                 f"{LINK_KINDS[k]}: no medium in the media catalogue reaches {rows.lengths[k]:g} m between "
                 f"{where} (cable_{LINK_KINDS[k].replace('-', '_')}_m); shorten the run or add a medium that "
@@ -438,9 +507,11 @@ def _cables(rows: _Rows, groups: _CageGroups, medium: np.ndarray, copper: np.nda
     """Optical ports and fibres: a module of ``optical_ports`` serves ``cage_gbps / optical_ports``
     each, so a NIC link slower than that shares a port through a fibre splitter; copper is one
     cable per cage group."""
-    P, nl, gbps = ends.ports_per_cage, rows.nl, rows.gbps
-    ports_sw = _column(media, ends.at_switch, "optical_ports").astype(np.int64)
-    optport_gbps = ends.cage_gbps // np.maximum(ports_sw[medium], 1)
+    nl, gbps = rows.nl, rows.gbps
+    P = np.array([c.ports_per_cage for c in ends.classes], dtype=np.int64)[rows.a_class]
+    cage_gbps = np.array([c.cage_gbps for c in ends.classes], dtype=np.int64)[rows.a_class]
+    ports_sw = ends.column(media, "optical_ports").astype(np.int64)
+    optport_gbps = cage_gbps // np.maximum(ports_sw[rows.a_class, medium], 1)
     slot = np.where(nl, ((rows.a_port - 1) % P) * ends.breakout + (rows.a_lane - 1), (rows.a_port - 1) % P)
     fibres = np.where(copper, 1, np.maximum(1, gbps // optport_gbps))
     share = (~copper) & nl & (gbps < optport_gbps)  # a 1:k fibre splitter to k NICs
@@ -459,20 +530,28 @@ def _parts(rows: _Rows, cables: _Cables, medium: np.ndarray, media: tuple[Medium
            ends: _Ends) -> tuple[np.ndarray, list[str]]:
     """(part index of each row, part names): one part per distinct medium, far end (a NIC or a
     switch) and splitter legs."""
-    far_class = np.where(rows.nl, 0, 1)
+    n_classes = len(ends.classes)
+    far_class = np.where(rows.nl, 0, 1 + np.maximum(rows.b_class, 0))  # 0: a NIC, 1 + c: a switch cage
     splitter = np.where(rows.nl, cables.splitter, 1)  # a switch-to-switch copper cable joins cage to cage
-    part_code = ((medium.astype(np.int64) * 2 + far_class) * 1024 + splitter)
+    copper_row = np.array([m.kind == COPPER for m in media])[medium]
+    near_class = np.where(copper_row, rows.a_class, 0)  # fibre is the same whatever the cages
+    far_class = np.where(copper_row | rows.nl, far_class, 1)
+    part_code = (((medium.astype(np.int64) * (n_classes + 1) + far_class) * n_classes + near_class) * 1024
+                 + splitter)
     codes, part = _index(part_code)
-    sw_ff, nic_ff = ends.cage.form_factor, ends.nic_form_factor
-    cage, nic = speed_text(ends.cage_gbps), speed_text(ends.nic_gbps)
+    nic_ff, nic = ends.nic_form_factor, speed_text(ends.nic_gbps)
     names = []
     for code in codes.tolist():
         split, rest = code % 1024, code // 1024
-        m, to_switch = media[rest // 2], rest % 2 == 1
+        rest, near_c = divmod(rest, n_classes)
+        m_i, far = divmod(rest, n_classes + 1)
+        m, to_switch = media[m_i], far > 0
         if m.kind == COPPER:
-            near_end = f"{cage} {sw_ff}"
+            near = ends.classes[near_c]
+            near_end = f"{speed_text(near.cage_gbps)} {near.cage.form_factor}"
             if to_switch:
-                names.append(f"{m.label} {near_end} to {cage} {sw_ff}")
+                other = ends.classes[far - 1]
+                names.append(f"{m.label} {near_end} to {speed_text(other.cage_gbps)} {other.cage.form_factor}")
             elif split > 1:
                 names.append(f"{m.label} {near_end} to {split}x {nic} {nic_ff} splitter")
             else:
@@ -487,7 +566,7 @@ class _Modules:
     """The transceiver types of a fabric and which one each medium takes at each end."""
 
     names: list[str]
-    switch: np.ndarray  #: per medium: index into ``names`` of the module in a switch cage, -1 for copper
+    switch: np.ndarray  #: per cage class and medium: index into ``names`` of the module in such a cage, -1 for copper
     nic: np.ndarray  #: per medium: the same in a NIC
 
 
@@ -501,25 +580,31 @@ def _modules(media: tuple[Medium, ...], ends: _Ends) -> _Modules:
             names.append(name)
         return index[name]
 
-    sw_ff, nic_ff, at_switch, at_nic = ends.cage.form_factor, ends.nic_form_factor, ends.at_switch, ends.at_nic
-    switch = np.array([module(at_switch[m.key].transceiver.format(ff=sw_ff))
-                       if m.kind == OPTICAL and m.key in at_switch else -1 for m in media], dtype=np.int32)
+    nic_ff, at_nic = ends.nic_form_factor, ends.at_nic
+    switch = np.array([[module(c.at_switch[m.key].transceiver.format(ff=c.cage.form_factor))
+                        if m.kind == OPTICAL and m.key in c.at_switch else -1 for m in media]
+                       for c in ends.classes], dtype=np.int32)
     nic = np.array([module(at_nic[m.key].transceiver.format(ff=nic_ff))
                     if m.kind == OPTICAL and m.key in at_nic and at_nic[m.key].transceiver else -1
                     for m in media], dtype=np.int32)
     return _Modules(names=names, switch=switch, nic=nic)
 
 
-def _switch_module_counts(groups: _CageGroups, code: np.ndarray, optical: np.ndarray, media: int) -> np.ndarray:
-    """Physical switch-end modules per (link kind, medium): one per optical switch cage (a cage
-    group at ``a``, a cage at ``b``); a cage's rows share one medium (copper is chosen per cage,
-    optics per tier). ``code`` is ``kind * media + medium`` of every row."""
+def _switch_module_counts(rows: _Rows, groups: _CageGroups, code: np.ndarray, optical: np.ndarray, media: int,
+                          classes: int) -> np.ndarray:
+    """Physical switch-end modules per (link kind, cage class, medium): one per optical switch cage
+    (a cage group at ``a``, a cage at ``b``); a cage's rows share one medium (copper is chosen per
+    cage, optics per tier). ``code`` is ``kind * media + medium`` of every row."""
+    kind, medium = np.divmod(code, media)
     a_first = groups.starts[optical[groups.starts]]
-    counts = np.bincount(code[a_first], minlength=3 * media)
+    at_a = (kind * classes + rows.a_class) * media + medium
+    counts = np.bincount(at_a[a_first], minlength=3 * classes * media)
     if groups.by_b.size:
         b_first = groups.by_b[groups.b_starts]
-        counts += np.bincount(code[b_first[optical[b_first]]], minlength=3 * media)
-    return counts.reshape(3, media)
+        b_first = b_first[optical[b_first]]
+        at_b = (kind * classes + np.maximum(rows.b_class, 0)) * media + medium
+        counts += np.bincount(at_b[b_first], minlength=3 * classes * media)
+    return counts.reshape(3, classes, media)
 
 
 def _mixed_cages(rows: _Rows, groups: _CageGroups, code: np.ndarray, media: int) -> int:
@@ -540,22 +625,23 @@ def _switch_lines(fabric: Fabric) -> tuple[list[BomLine], float | None, str | No
     returned third so that every output can say so); None when none of these gives it.
     """
     spec = fabric.spec
-    model = spec.switch
     assumed = None
-    if model:
-        unit_w, model_name = switch_catalog()[model].power_w, model
-    else:
-        model_name = f"{spec.radix}x{speed_text(spec.port_gbps)} switch (no model named)"
-        unit_w = spec.switch_watts
-        like = power_class(spec.radix, spec.port_gbps) if unit_w is None else None
-        if like is not None:
-            unit_w, assumed = like.power_w, like.name
     lines = []
     for t in range(1, fabric.plan.tiers + 1):
+        sw = tier_switch(spec, t)
+        if sw.model:
+            unit_w, model_name = switch_catalog()[sw.model].power_w, sw.model
+        else:
+            model_name = f"{sw.radix}x{speed_text(sw.port_gbps)} switch (no model named)"
+            unit_w = spec.switch_watts
+            like = power_class(sw.radix, sw.port_gbps) if unit_w is None else None
+            if like is not None:
+                unit_w, assumed = like.power_w, assumed or like.name
         count = fabric.count(t)
         lines.append(BomLine("switch", model_name, ROLES[t], "", None, count, unit_w,
                              None if unit_w is None else float(unit_w * count)))
-    return lines, None if unit_w is None else float(sum(line.power_w for line in lines)), assumed
+    known = all(line.power_w is not None for line in lines)
+    return lines, float(sum(line.power_w for line in lines)) if known else None, assumed
 
 
 def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.ndarray, part: np.ndarray,
@@ -568,13 +654,15 @@ def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.nd
     media, nl, length, first = catalog.media, rows.nl, rows.length, cables.first
     cable_length = np.where(copper, _stock(length, catalog.stock_lengths_m[COPPER], catalog.step_m),
                             _stock(length, catalog.stock_lengths_m[OPTICAL], catalog.step_m))
-    power_sw = _column(media, ends.at_switch, "power_w")
+    power_sw = ends.column(media, "power_w")
     power_nic = _column(media, ends.at_nic, "power_w")
-    # copper ends: the switch end(s) at the cage speed, NIC legs at the NIC speed when catalogued
-    nic_end_w = np.where(power_nic >= 0, power_nic, power_sw)
-    cable_power = np.where(nl, power_sw[medium] + cables.legs * nic_end_w[medium], 2 * power_sw[medium])
+    # copper ends: the switch end(s) at their cage speed, NIC legs at the NIC speed when catalogued
+    at_a = power_sw[rows.a_class, medium]
+    at_b = power_sw[np.maximum(rows.b_class, 0), medium]
+    nic_end_w = np.where(power_nic[medium] >= 0, power_nic[medium], at_a)
+    cable_power = np.where(nl, at_a + cables.legs * nic_end_w, at_a + at_b)
     cable_power = np.where(copper, cable_power, 0.0)
-    switch_share = np.where(nl, 1, 2) * power_sw[medium]
+    switch_share = np.where(nl, at_a, at_a + at_b)
     counted_power = np.where(copper, cable_power - switch_share, 0.0) if catalog.switch_power_includes_optics \
         else cable_power
     pieces = cables.pieces[first]
@@ -597,7 +685,7 @@ def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.nd
     ends_switch = ends_server = 0.0
     copper_first = first[copper[first]]
     if copper_first.size:
-        sw_ends = np.where(nl[copper_first], 1, 2) * power_sw[medium[copper_first]]
+        sw_ends = switch_share[copper_first]
         ends_switch = float(sw_ends.sum())
         ends_server = float((cable_power[copper_first] - sw_ends).sum())
     return lines, cable_length, ends_switch, ends_server
@@ -614,13 +702,14 @@ def _transceiver_lines(rows: _Rows, medium: np.ndarray, optical: np.ndarray, swi
     switch_w = server_w = 0.0
     nic_counts = np.bincount(medium[optical & rows.nl], minlength=len(media))
     for t in range(len(LINK_KINDS)):
-        for m_i, m in enumerate(media):
-            c = int(switch_modules[t, m_i])
-            if c:
-                w = ends.at_switch[m.key].power_w
-                switch_w += w * c
-                lines.append(BomLine("transceiver", modules.names[modules.switch[m_i]], LINK_KINDS[t], "switch",
-                                     None, c, w, 0.0 if in_switch_power else round(w * c, 3)))
+        for c_i, cls in enumerate(ends.classes):
+            for m_i, m in enumerate(media):
+                c = int(switch_modules[t, c_i, m_i])
+                if c:
+                    w = cls.at_switch[m.key].power_w
+                    switch_w += w * c
+                    lines.append(BomLine("transceiver", modules.names[modules.switch[c_i, m_i]], LINK_KINDS[t],
+                                         "switch", None, c, w, 0.0 if in_switch_power else round(w * c, 3)))
         for m_i, m in enumerate(media):
             c = int(nic_counts[m_i]) if t == 0 else 0
             if c:
@@ -674,24 +763,28 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
     catalog = catalog or media_catalog()
     media = catalog.media
     ends = _ends(fabric, catalog)
-    rows = _rows(fabric, ends.ports_per_cage)
-    groups = _cage_groups(rows, fabric.spec.radix, ends.ports_per_cage)
+    rows = _rows(fabric, ends)
+    span = max(tier_switch(fabric.spec, t).radix // ends.classes[int(ends.tier_class[t])].ports_per_cage
+               for t in range(1, fabric.plan.tiers + 1)) + 2
+    groups = _cage_groups(rows, span)
     medium = _choose_media(rows, groups, media, ends)
     copper = np.array([m.kind == COPPER for m in media])[medium]
     cables = _cables(rows, groups, medium, copper, media, ends)
     part, part_names = _parts(rows, cables, medium, media, ends)
     modules = _modules(media, ends)
-    a_module = np.where(copper, -1, modules.switch[medium]).astype(np.int32)
-    b_module = np.where(copper, -1, np.where(rows.nl, modules.nic[medium], modules.switch[medium])).astype(np.int32)
+    a_module = np.where(copper, -1, modules.switch[rows.a_class, medium]).astype(np.int32)
+    b_module = np.where(copper, -1, np.where(rows.nl, modules.nic[medium],
+                                             modules.switch[np.maximum(rows.b_class, 0), medium])).astype(np.int32)
     optical = ~copper
     code = rows.kind * len(media) + medium
-    switch_modules = _switch_module_counts(groups, code, optical, len(media))
+    switch_modules = _switch_module_counts(rows, groups, code, optical, len(media), len(ends.classes))
 
     warnings: list[str] = []
-    mixed = _mixed_cages(rows, groups, code, len(media)) if ends.ports_per_cage > 1 else 0
+    multi = [c for c in ends.classes if c.ports_per_cage > 1]
+    mixed = _mixed_cages(rows, groups, code, len(media)) if multi else 0
     if mixed:
         warnings.append(
-            f"{mixed} switch cages hold ports of two tiers or media (a {ends.cage.form_factor} cage takes one "
+            f"{mixed} switch cages hold ports of two tiers or media (a {multi[0].cage.form_factor} cage takes one "
             f"module or cable); each is counted once per tier and medium: give the ports of a cage "
             f"the same kind of run")
     bom, switches_w, assumed = _switch_lines(fabric)
@@ -769,17 +862,21 @@ def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
     breakout = fabric.plan.breakout
     ethernet = is_ethernet(fabric)
     radix = fabric.spec.radix
+    tiers = range(1, fabric.plan.tiers + 1)
     if ethernet:
         split = [[""] + [sonic_port_name(p, lane, lanes, breakout) for lane in range(1, breakout + 1)]
                  for p in range(radix + 1)]
-        whole = [sonic_port_name(p, 1, lanes, 1) if p else "" for p in range(radix + 1)]
+        whole_of = {}  # port names of each tier's switches (their lanes a port may differ)
+        for t in tiers:
+            t_lanes, t_radix = fabric.addressing.tier_lanes(t), tier_switch(fabric.spec, t).radix
+            whole_of[t] = [sonic_port_name(p, 1, t_lanes, 1) if p else "" for p in range(t_radix + 1)]
     nics = max(1, fabric.spec.nic_ports)
     rdma = [rdma_device(i) for i in range(nics)]
     kind = cabling.kind.tolist()
     a_port, a_lane, b_port = cabling.a_port.tolist(), cabling.a_lane.tolist(), cabling.b_port.tolist()
-    if ethernet:
-        a_iface = [split[p][ln] if k == 0 else whole[p] for k, p, ln in zip(kind, a_port, a_lane)]
-        b_iface = [rdma[p] if k == 0 else whole[p] for k, p in zip(kind, b_port)]
+    if ethernet:  # the switch at a is of tier max(kind, 1), the one at b of kind + 1
+        a_iface = [split[p][ln] if k == 0 else whole_of[k][p] for k, p, ln in zip(kind, a_port, a_lane)]
+        b_iface = [rdma[p] if k == 0 else whole_of[k + 1][p] for k, p in zip(kind, b_port)]
     else:
         a_iface = [""] * len(kind)
         b_iface = [rdma[p] if k == 0 else "" for k, p in zip(kind, b_port)]

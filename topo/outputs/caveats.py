@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Iterable
 from ..catalog import power_class
 from ..caveats import CODES, CROSS_SPINE_SHARE, NCCL_ELEMENTS_WARN, Caveat
 from ..fabric import ROLES, Fabric, is_ethernet
+from ..spec import tier_switch
 from .nccl import detected_elements, topology_element
 from .nccl_xml import TOPO_XML_MAX_NODES
 
@@ -118,11 +119,14 @@ def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
     spec = fabric.spec
     if not is_ethernet(fabric):  # with or without --no-configs: the folder alone cannot tell, topo check must agree
         yield Caveat("infiniband-no-configs",
-                     f"switch={spec.switch} is an InfiniBand model: no switch configs are written "
+                     f"switch={tier_switch(spec, 1).model} is an InfiniBand model: no switch configs are written "
                      f"(the subnet manager configures the fabric)")
         return
-    if spec.switch is None:
-        like = power_class(spec.radix, spec.port_gbps)
+    tiers = [tier_switch(spec, t) for t in range(1, fabric.plan.tiers + 1)]
+    generic = [t for t in tiers if t.model is None]
+    if generic:
+        first = generic[0]
+        like = power_class(first.radix, first.port_gbps)
         if spec.switch_watts is not None:
             power = f"its power is the given switch_watts ({spec.switch_watts:,.0f} W a switch)"
         elif like is not None:
@@ -130,11 +134,12 @@ def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
                      f"--switch-watts gives your own)")
         else:
             power = "power is not totalled (or give --switch-watts)"
+        which = "" if len(generic) == len(tiers) else " for the " + ", ".join(ROLES[t.tier] for t in generic) + " tier"
         yield Caveat("no-switch-model",
-                     f"no switch model: radix {spec.radix} x {spec.port_gbps}G is generic, so {power} and "
+                     f"no switch model{which}: radix {first.radix} x {first.port_gbps}G is generic, so {power} and "
                      f"the switch buffers are an assumed size (name one with --switch; topo switches "
                      f"lists them)")
-    if configs and spec.platform is None:
+    if configs and any(t.platform is None for t in tiers):
         yield Caveat("no-sonic-platform",
                      "config_db.json names no SONiC platform or HwSKU and numbers lanes generically: "
                      "merge it into the switch's own configuration (config load), never config reload "

@@ -214,15 +214,16 @@ def bgp_problems(fabric: Fabric, frr: dict[str, str], config_dbs: dict[str, str]
         if name in parsed:
             parsed[name].addresses.update(interface_addresses(text))
     links, names = fabric.links, fabric.names
-    lanes = fabric.addressing.lanes_per_port
+    lanes = fabric.addressing.tier_lanes
     problems: list[str] = []
     expected: dict[str, set[str]] = {name: set() for name in parsed}
     sessions = 0
     rows = [i for i, k in enumerate(links.kind.tolist()) if k >= 1]
     lo, hi, lo_port, hi_port = (links.lo.tolist(), links.hi.tolist(), links.lo_port.tolist(), links.hi_port.tolist())
+    kind = links.kind.tolist()
     for i in rows:
-        ends = ((names[lo[i]], sonic_port_name(lo_port[i], 1, lanes, 1)),
-                (names[hi[i]], sonic_port_name(hi_port[i], 1, lanes, 1)))
+        ends = ((names[lo[i]], sonic_port_name(lo_port[i], 1, lanes(kind[i]), 1)),
+                (names[hi[i]], sonic_port_name(hi_port[i], 1, lanes(kind[i] + 1), 1)))
         if ends[0][0] not in parsed or ends[1][0] not in parsed:
             continue
         for (me, my_port), (peer, peer_port) in (ends, ends[::-1]):

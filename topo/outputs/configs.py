@@ -30,6 +30,7 @@ from .. import __version__
 from ..addressing import ip_text, rdma_device, server_block_size, sonic_port_name
 from ..catalog import Platform, platform_catalog, switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
+from ..spec import tier_switch
 from .buffers import BufferLayout, PortLoad, switch_layout
 from .qos import BROADCOM_ASICS, QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
 from .templating import TemplateError, render_template, template_environment
@@ -65,8 +66,9 @@ def pfc_watchdog(port_entries: int) -> dict[str, str]:
             "poll_interval": str(min(PFC_WD_BASE_MS * multiply, PFC_WD_MAX_POLL_MS))}
 
 
-def buffer_mb(fabric: Fabric) -> int:
-    model = fabric.spec.switch
+def buffer_mb(fabric: Fabric, tier: int = 1) -> int:
+    """Packet buffer (MB) of a tier's switches: its model's, else DEFAULT_BUFFER_MB."""
+    model = tier_switch(fabric.spec, tier).model
     return switch_catalog()[model].buffer_mb if model else DEFAULT_BUFFER_MB
 
 
@@ -116,60 +118,70 @@ class ConfigFacts:
         self.fabric = fabric
         spec = fabric.spec
         self.qos: QosProfile = QOS_PROFILES[spec.qos]
-        self.platform: Platform | None = platform_catalog()[spec.platform] if spec.platform else None
+        tiers = range(1, fabric.plan.tiers + 1)
+        # each tier's switch model: its SONiC SKU, its SerDes lanes a port and its ports
+        self.platforms: dict[int, Platform | None] = {}
+        for t in tiers:
+            sku = tier_switch(spec, t).platform
+            self.platforms[t] = platform_catalog()[sku] if sku else None
+        self.platform = self.platforms[1]  # the leaves' (templates' fabric.platform)
+        self.lanes = {t: fabric.addressing.tier_lanes(t) for t in tiers}
+        self.radix = {t: tier_switch(spec, t).radix for t in tiers}
         self.ends = _ends(fabric)
         self.end_ip = ip_text(self.ends.ip)  # dotted quads of every link end, made once
         self.end_peer_ip = ip_text(self.ends.peer_ip)
         self.loopbacks = [""] * fabric.plan.nodes + ip_text(fabric.addressing.loopback[fabric.plan.nodes:])
-        # SONiC's CABLE_LENGTH takes whole metres ("[0-9]+m"): round up, which keeps headroom safe
-        # SONiC's CABLE_LENGTH takes whole metres ("[0-9]+m"), and with a platform a length its
-        # headroom table lists: round up, which keeps the headroom safe (docs/configs.md)
-        self.cable_m = {kind: float(self.platform.table_cable_m(m) if self.platform else math.ceil(m))
-                        for kind, m in spec.cable_m.items()}
         speeds = {LINK_KINDS[0]: spec.nic_port_gbps}
         speeds.update({kind: spec.port_gbps for kind in LINK_KINDS[1:]})
-        self.buffer_profiles = {}
-        p = self.platform
-        shared = p.shared_headroom if p else False
-        model_lanes = fabric.addressing.lanes_per_port
-        for kind in LINK_KINDS[: fabric.plan.tiers]:
-            speed, cable = speeds[kind], self.cable_m[kind]
-            lanes = (p.lanes_per_port if p else model_lanes) // (fabric.plan.breakout if kind == "node-leaf" else 1)
-            h = pfc_headroom(speed, cable, spec.mtu)  # the physical terms, for the docs' breakdown
-            xon, xoff, size = vendor_headroom(p.vendor if p else None, p.asic if p else None, speed, cable,
-                                              spec.mtu, lanes=lanes, shared=shared)
-            vendor = table_headroom(list(p.headroom_table), speed, cable) if p and p.headroom_table else None
-            if vendor is not None and vendor[1] > xoff:  # never less than the SKU's own table
-                if not shared:  # a reserved PG holds its xoff; a shared one draws it from the pool
-                    size += vendor[1] - xoff
-                xoff = vendor[1]
-            name = f"pg_lossless_{speed * 1000}_{_metres(cable)}_profile"
-            broadcom = BROADCOM_ASICS.get(p.asic) if p and p.vendor == "broadcom" else None
-            self.buffer_profiles[kind] = {
-                "name": name, "speed_gbps": speed, "cable_m": cable, "lanes": lanes,
-                "xoff": xoff, "xon": xon, "size": size, "cable_bytes": h.cable_bytes,
-                "xon_offset": broadcom.xon_offset if broadcom else None,
-                "dynamic_th": broadcom.dynamic_th if broadcom else 0,
-                "shared_headroom": shared,
-                "response_bytes": h.response_bytes, "phy_bytes": h.phy_bytes,
-                "vendor_table_xoff": vendor[1] if vendor else None,
-            }
+        # SONiC's CABLE_LENGTH takes whole metres ("[0-9]+m"), and with a platform a length its
+        # headroom table lists: round up, which keeps the headroom safe (docs/configs.md)
+        self.cable_m: dict[int, dict[str, float]] = {}
+        # a lossless profile per tier and link kind of its ports: tier t's ports face kinds t-1 and t
+        self.buffer_profiles: dict[tuple[int, str], dict[str, Any]] = {}
+        for t in tiers:
+            p = self.platforms[t]
+            self.cable_m[t] = {kind: float(p.table_cable_m(m) if p else math.ceil(m))
+                               for kind, m in spec.cable_m.items()}
+            shared = p.shared_headroom if p else False
+            for kind in LINK_KINDS[t - 1:min(t + 1, fabric.plan.tiers)]:
+                speed, cable = speeds[kind], self.cable_m[t][kind]
+                lanes = (p.lanes_per_port if p else self.lanes[t]) // (fabric.plan.breakout if kind == "node-leaf" else 1)
+                h = pfc_headroom(speed, cable, spec.mtu)  # the physical terms, for the docs' breakdown
+                xon, xoff, size = vendor_headroom(p.vendor if p else None, p.asic if p else None, speed, cable,
+                                                  spec.mtu, lanes=lanes, shared=shared)
+                vendor = table_headroom(list(p.headroom_table), speed, cable) if p and p.headroom_table else None
+                if vendor is not None and vendor[1] > xoff:  # never less than the SKU's own table
+                    if not shared:  # a reserved PG holds its xoff; a shared one draws it from the pool
+                        size += vendor[1] - xoff
+                    xoff = vendor[1]
+                name = f"pg_lossless_{speed * 1000}_{_metres(cable)}_profile"
+                broadcom = BROADCOM_ASICS.get(p.asic) if p and p.vendor == "broadcom" else None
+                self.buffer_profiles[t, kind] = {
+                    "name": name, "speed_gbps": speed, "cable_m": cable, "lanes": lanes,
+                    "xoff": xoff, "xon": xon, "size": size, "cable_bytes": h.cable_bytes,
+                    "xon_offset": broadcom.xon_offset if broadcom else None,
+                    "dynamic_th": broadcom.dynamic_th if broadcom else 0,
+                    "shared_headroom": shared,
+                    "response_bytes": h.response_bytes, "phy_bytes": h.phy_bytes,
+                    "vendor_table_xoff": vendor[1] if vendor else None,
+                }
         self._layouts: dict[tuple, dict[str, Any]] = {}
 
-    def buffer_layout(self, active_kinds: Counter) -> BufferLayout:
-        """The buffer layout of a switch with ``active_kinds`` (link kind -> active ports)."""
+    def buffer_layout(self, active_kinds: Counter, tier: int = 1) -> BufferLayout:
+        """The buffer layout of a switch of ``tier`` with ``active_kinds`` (link kind -> active ports)."""
         loads: Counter = Counter()
         for kind, n in active_kinds.items():
-            b = self.buffer_profiles[kind]
+            b = self.buffer_profiles[tier, kind]
             loads[PortLoad(b["xon"], b["xoff"], b["size"], b["lanes"])] += n
-        return switch_layout(self.platform, loads, len(self.qos.lossless_tc), buffer_mb(self.fabric) * 1_000_000)
+        return switch_layout(self.platforms[tier], loads, len(self.qos.lossless_tc),
+                             buffer_mb(self.fabric, tier) * 1_000_000)
 
-    def buffer_facts(self, active_kinds: Counter) -> dict[str, Any]:
-        """The template facts of :meth:`buffer_layout`, made once per distinct mix of ports, with
+    def buffer_facts(self, active_kinds: Counter, tier: int = 1) -> dict[str, Any]:
+        """The template facts of :meth:`buffer_layout`, made once per tier and distinct mix of ports, with
         the ``BUFFER_QUEUE`` and lossy ``BUFFER_PG`` values ready to print (the same on every port)."""
-        key = tuple(sorted(active_kinds.items()))
+        key = (tier, *sorted(active_kinds.items()))
         if key not in self._layouts:
-            facts = self.buffer_layout(active_kinds).to_dict()
+            facts = self.buffer_layout(active_kinds, tier).to_dict()
             facts["queues"] = [
                 {"queues": r["queues"], "lossless": r["lossless"],
                  "entry": json.dumps({"profile": facts["lossless_queue_profile" if r["lossless"] else "lossy_queue_profile"]})}
@@ -199,7 +211,7 @@ class ConfigFacts:
                 "pfc_to_queue": {p: p for p in range(8)},
                 # priority groups of the PFC priorities: SONiC sets the map on Spectrum, never on
                 # Broadcom; without a platform, with the nvidia profile
-                "pfc_to_pg": ({p: q.tc_to_pg()[p] for p in q.lossless_tc} if self.pfc_to_pg_map else {}),
+                "pfc_to_pg": ({p: q.tc_to_pg()[p] for p in q.lossless_tc} if self.pfc_to_pg_map() else {}),
                 "queues": [_queue_role(q, queue) for queue in range(8)],
                 "buffer_queues": _buffer_queue_ranges(q),
                 "roce_tos": q.roce_tos,
@@ -208,7 +220,7 @@ class ConfigFacts:
             "frr_version": self.fabric.spec.frr_version,
             "routing_mode": self.fabric.spec.routing_mode,
             "platform": self.platform.to_dict() if self.platform is not None else None,
-            "buffer_profiles": list({b["name"]: b for b in self.buffer_profiles.values()}.values()),
+            "buffer_profiles": self.tier_buffer_profiles(1),
             "mtu": self.fabric.spec.mtu,
             "unnumbered": self.fabric.spec.unnumbered,
             "bfd": self.fabric.spec.bfd,
@@ -226,8 +238,10 @@ class ConfigFacts:
         f, e, spec = self.fabric, self.ends, self.fabric.spec
         plan = f.plan
         names = f.names
-        role = ROLES[int(f.tier[v])]
-        lanes = f.addressing.lanes_per_port
+        tier = int(f.tier[v])
+        role = ROLES[tier]
+        lanes = self.lanes[tier]
+        platform = self.platforms[tier]
         rows = range(int(e.starts[v]), int(e.starts[v + 1]))
         used: dict[int, list[dict[str, Any]]] = {}
         neighbors = []
@@ -240,7 +254,8 @@ class ConfigFacts:
             if to_server:
                 peer_name = f"{names[peer]}:{rdma_device(int(e.peer_port[r]))}"
             else:
-                peer_name = f"{names[peer]}:{sonic_port_name(int(e.peer_port[r]), 1, lanes, 1)}"
+                peer_lanes = self.lanes[int(f.tier[peer])]
+                peer_name = f"{names[peer]}:{sonic_port_name(int(e.peer_port[r]), 1, peer_lanes, 1)}"
             ip = self.end_ip[r] if e.ip[r] else None
             peer_ip = self.end_peer_ip[r] if e.peer_ip[r] else None
             entry = {
@@ -248,9 +263,9 @@ class ConfigFacts:
                 "port": port,
                 "lane": lane,
                 "breakout": breakout,
-                "alias": self.port_alias(port, lane, breakout),
-                "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout)),
-                "index": self.port_index(port),
+                "alias": self.port_alias(port, lane, breakout, tier),
+                "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout, tier)),
+                "index": self.port_index(port, tier),
                 "speed_mbps": (spec.nic_port_gbps if kind == "node-leaf" else spec.port_gbps) * 1000,
                 "kind": kind,
                 "direction": "up" if e.upward[r] else "down",
@@ -259,8 +274,8 @@ class ConfigFacts:
                 "description": f"to {peer_name}",
                 "ip": f"{ip}/31" if ip else None,
                 "peer_ip": peer_ip,
-                "cable_m": self.cable_m[kind],
-                "buffer_profile": self.buffer_profiles[kind]["name"],
+                "cable_m": self.cable_m[tier][kind],
+                "buffer_profile": self.buffer_profiles[tier, kind]["name"],
                 "admin_status": "up",
             }
             used.setdefault(port, []).append(entry)
@@ -274,15 +289,15 @@ class ConfigFacts:
                     "peer_port": entry["peer_port"],
                 })
         ports = []
-        for port in range(1, spec.radix + 1):
+        for port in range(1, self.radix[tier] + 1):
             if port in used:
                 ports.extend(used[port])
             else:
                 ports.append({
                     "name": sonic_port_name(port, 1, lanes, 1), "port": port, "lane": 1, "breakout": 1,
-                    "alias": self.port_alias(port, 1, 1),
-                    "lanes": ",".join(str(x) for x in self.port_lanes(port, 1, lanes, 1)),
-                    "index": self.port_index(port),
+                    "alias": self.port_alias(port, 1, 1, tier),
+                    "lanes": ",".join(str(x) for x in self.port_lanes(port, 1, lanes, 1, tier)),
+                    "index": self.port_index(port, tier),
                     "speed_mbps": spec.port_gbps * 1000, "kind": None, "direction": None, "peer": None,
                     "peer_port": None, "description": "unused", "ip": None, "peer_ip": None,
                     "cable_m": None, "buffer_profile": None, "admin_status": "down",
@@ -298,37 +313,56 @@ class ConfigFacts:
             "active_ports": [p for p in ports if p["kind"] is not None],
             "server_ports": [p for p in ports if p["kind"] == "node-leaf"],
             "neighbors": neighbors,
-            "maximum_paths": min(256, spec.radix),
+            "maximum_paths": min(256, self.radix[tier]),
+            "platform": platform.to_dict() if platform is not None else None,
+            "buffer_profiles": self.tier_buffer_profiles(tier),
+            "pfc_to_pg": ({p: self.qos.tc_to_pg()[p] for p in self.qos.lossless_tc} if self.pfc_to_pg_map(tier)
+                          else {}),
             "pod": int(f.pod[v]),
             "server_block": self.server_block(v) if role == "leaf" else None,
             # SONiC scales the watchdog by the switch's whole PORT table: these ports, and once the
             # file is merged, the SKU's extra (SFP) ports too
-            "pfc_wd": pfc_watchdog(len(ports) + (self.platform.extra_ports if self.platform else 0)),
-            "buffer": self.buffer_facts(Counter(p["kind"] for p in ports if p["kind"] is not None)),
+            "pfc_wd": pfc_watchdog(len(ports) + (platform.extra_ports if platform else 0)),
+            "buffer": self.buffer_facts(Counter(p["kind"] for p in ports if p["kind"] is not None), tier),
         }
 
-    @property
-    def pfc_to_pg_map(self) -> bool:
+    def tier_buffer_profiles(self, tier: int) -> list[dict[str, Any]]:
+        """The lossless buffer profiles a tier's switches list, one per name, by link kind: every
+        kind of the fabric (as each switch has always listed them), with the tier's own values where
+        it has ports of that kind, else those of the lowest tier that has."""
+        out: dict[str, dict[str, Any]] = {}
+        for kind in LINK_KINDS[: self.fabric.plan.tiers]:
+            own = self.buffer_profiles.get((tier, kind))
+            b = own or next(v for (t, k), v in sorted(self.buffer_profiles.items()) if k == kind)
+            if b["name"] not in out or own is not None:
+                out[b["name"]] = b
+        return list(out.values())
+
+    def pfc_to_pg_map(self, tier: int = 1) -> bool:
         """Whether ports get ``pfc_to_pg_map``: SONiC's QoS template sets it on NVIDIA Spectrum only."""
-        if self.platform is not None:
-            return self.platform.vendor == "nvidia"
+        platform = self.platforms[tier]
+        if platform is not None:
+            return platform.vendor == "nvidia"
         return self.qos.name == "nvidia"
 
-    def port_lanes(self, port: int, lane: int, lanes: int, breakout: int) -> tuple[int, ...] | range:
+    def port_lanes(self, port: int, lane: int, lanes: int, breakout: int, tier: int = 1) -> tuple[int, ...] | range:
         """SerDes lane numbers of a port: the SONiC platform's lane map, else lanes counted from 0."""
-        if self.platform is not None:
-            return self.platform.port_lanes(port, lane, breakout)
+        platform = self.platforms[tier]
+        if platform is not None:
+            return platform.port_lanes(port, lane, breakout)
         return _lane_numbers(port, lane, lanes, breakout)
 
-    def port_alias(self, port: int, lane: int, breakout: int) -> str:
+    def port_alias(self, port: int, lane: int, breakout: int, tier: int = 1) -> str:
         """The port's alias: the SONiC platform's, else ``etp<port>`` (``a``, ``b``, ... per breakout lane)."""
-        if self.platform is not None:
-            return self.platform.port_alias(port, lane, breakout)
+        platform = self.platforms[tier]
+        if platform is not None:
+            return platform.port_alias(port, lane, breakout)
         return f"etp{port}" + (chr(ord("a") + lane - 1) if breakout > 1 else "")
 
-    def port_index(self, port: int) -> int:
+    def port_index(self, port: int, tier: int = 1) -> int:
         """The port's front-panel index: the platform's cage, else the port number."""
-        return self.platform.port_index(port) if self.platform is not None else port
+        platform = self.platforms[tier]
+        return platform.port_index(port) if platform is not None else port
 
     def server_block(self, v: int) -> str:
         """The leaf's block of server /31s (docs/configs.md), which it advertises as one route."""
@@ -392,7 +426,7 @@ def host_addresses_csv(fabric: Fabric) -> str:
     base = fabric.addressing.link_ip[rows]
     nic_ip = ip_text(base + 1)
     gateway = ip_text(base)
-    lanes = fabric.addressing.lanes_per_port
+    lanes = fabric.addressing.tier_lanes(1)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["node", "nic", "rdma_device", "address", "gateway", "leaf", "leaf_port"])

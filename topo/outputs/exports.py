@@ -482,17 +482,18 @@ def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, st
     """
     links, names = fabric.links, fabric.names
     rows = np.flatnonzero(links.kind >= 1)
-    lanes = fabric.addressing.lanes_per_port
+    tier_lanes = fabric.addressing.tier_lanes
     if kind == "sonic-vs":
-        def port(p: int) -> str:
+        def port(p: int, tier: int) -> str:
             return f"eth{p}"
     else:
-        def port(p: int) -> str:
-            return sonic_port_name(p, 1, lanes, 1)
+        def port(p: int, tier: int) -> str:
+            return sonic_port_name(p, 1, tier_lanes(tier), 1)
     out = []
-    for lo, lo_port, hi, hi_port in zip(links.lo[rows].tolist(), links.lo_port[rows].tolist(),
-                                         links.hi[rows].tolist(), links.hi_port[rows].tolist()):
-        out.append((names[lo], port(lo_port), names[hi], port(hi_port)))
+    for lo, lo_port, hi, hi_port, k in zip(links.lo[rows].tolist(), links.lo_port[rows].tolist(),
+                                            links.hi[rows].tolist(), links.hi_port[rows].tolist(),
+                                            links.kind[rows].tolist()):
+        out.append((names[lo], port(lo_port, k), names[hi], port(hi_port, k + 1)))  # kind k: tier k to k + 1
     longest = max((max(len(r[1]), len(r[3])) for r in out), default=0)
     if longest > MAX_INTERFACE_NAME:
         raise ExportError(f"interface names of up to {longest} characters exceed Linux's "
@@ -505,7 +506,7 @@ def _lab_addresses(fabric: Fabric) -> dict[int, list[tuple[str, str]]]:
     with numbered links each switch-to-switch /31 (the upper end even, the lower end odd), as the
     switch's config_db.json sets them on SONiC."""
     links, addressing = fabric.links, fabric.addressing
-    lanes = addressing.lanes_per_port
+    lanes = addressing.tier_lanes
     out: dict[int, list[tuple[str, str]]] = {}
     for v in range(fabric.first(1), len(fabric.names)):
         out[v] = [("lo", f"{ip_text(addressing.loopback[[v]])[0]}/32")]
@@ -514,8 +515,9 @@ def _lab_addresses(fabric: Fabric) -> dict[int, list[tuple[str, str]]]:
         ips = ip_text(addressing.link_ip[rows])
         odd = ip_text(addressing.link_ip[rows] + 1)
         for i, r in enumerate(rows.tolist()):
-            out[int(links.hi[r])].append((sonic_port_name(int(links.hi_port[r]), 1, lanes, 1), f"{ips[i]}/31"))
-            out[int(links.lo[r])].append((sonic_port_name(int(links.lo_port[r]), 1, lanes, 1), f"{odd[i]}/31"))
+            k = int(links.kind[r])  # tier k below, k + 1 above
+            out[int(links.hi[r])].append((sonic_port_name(int(links.hi_port[r]), 1, lanes(k + 1), 1), f"{ips[i]}/31"))
+            out[int(links.lo[r])].append((sonic_port_name(int(links.lo_port[r]), 1, lanes(k), 1), f"{odd[i]}/31"))
     return out
 
 

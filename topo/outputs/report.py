@@ -236,7 +236,11 @@ def _tier_section(r: Review) -> dict[str, Any]:
         f"{s['nodes']:,} nodes of {s['gpus_per_node']} GPUs and {s['nics_per_node']} x {s['nic_gbps']}G NICs"
         + (f", each with {s['planes']} ports of {s['nic_gbps'] // s['planes']}G in {s['planes']} planes (no link joins "
            f"two planes)" if s.get("planes", 1) > 1 else ""),
-        f"switches: radix {s['switch']['radix']} x {s['switch']['port_gbps']}G" + (f" ({model})" if model else " (no model named)"),
+        (f"switches: radix {s['switch']['radix']} x {s['switch']['port_gbps']}G" + (f" ({model})" if model else " (no model named)")
+         if len({(t["model"], t["radix"]) for t in s["per_tier"].values()}) == 1 else
+         "switches: " + ", ".join(f"{t['role']} {t['radix']} x {s['switch']['port_gbps']}G"
+                                  + (f" ({t['model']})" if t["model"] else " (no model named)")
+                                  for t in s["per_tier"].values())),
         f"{s['scalable_units']:,} {unit}{'s' if s['scalable_units'] != 1 else ''} of {s['su_nodes']} nodes"
         + (f", {s['pods']} pods" + (" a plane" if s.get("planes", 1) > 1 else "") if s["tiers"] == 3 else ""),
         (f"parallel links: {s['parallel_links']['leaf-spine']} per leaf-spine pair"

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..fabric import LINK_KINDS, ROLES, Fabric
 from ..sizing import growth
-from ..spec import format_ratio
+from ..spec import format_ratio, tier_switch
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cabling import Cabling
@@ -27,6 +27,8 @@ class TierSummary:
     """One switch tier: leaf, spine or core."""
 
     role: str
+    model: str | None  #: the tier's switch model (None for a generic switch)
+    radix: int  #: ports of one switch of the tier
     switches: int
     ports_used: int
     ports_free: int
@@ -146,12 +148,15 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         count = int(mask.sum())
         tier_used = used[mask]
         ratio = ratios[tier - 1]
+        model = tier_switch(spec, tier)
         rows.append(
             TierSummary(
                 role=ROLES[tier],
+                model=model.model,
+                radix=model.radix,
                 switches=count,
                 ports_used=int(tier_used.sum()),
-                ports_free=count * spec.radix - int(tier_used.sum()),
+                ports_free=count * model.radix - int(tier_used.sum()),
                 max_ports_used=int(tier_used.max()),
                 links_below=int(kinds[tier - 1]),
                 cables_below=per_tier[LINK_KINDS[tier - 1]].cables if LINK_KINDS[tier - 1] in per_tier else 0,
@@ -162,7 +167,7 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
     return Summary(
         name=spec.name, gpus=spec.gpus, nodes=plan.nodes, gpus_per_node=spec.gpus_per_node,
         nics_per_node=spec.nics_per_node, nic_gbps=spec.nic_gbps, placement=plan.placement,
-        tiers=plan.tiers, planes=plan.planes, switch_model=spec.switch, radix=spec.radix, port_gbps=spec.port_gbps,
+        tiers=plan.tiers, planes=plan.planes, switch_model=tier_switch(spec, 1).model, radix=spec.radix, port_gbps=spec.port_gbps,
         scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.plane_pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
         tier_rows=tuple(rows), growth=growth(spec),
