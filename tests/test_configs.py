@@ -270,7 +270,7 @@ def test_qos_profiles_reach_the_tables():
 def test_pfc_headroom_follows_the_formula_per_port_speed_and_cable():
     fabric = build_fabric(load_spec({"gpus": 4096, "cable_leaf_spine_m": 100}))
     facts = ConfigFacts(fabric)
-    profile = facts.buffer_profiles["leaf-spine"]
+    profile = facts.buffer_profiles[1, "leaf-spine"]  # the leaves' ports to spines
     from topo.outputs.qos import spectrum_headroom
     assert (profile["xon"], profile["xoff"], profile["size"]) == spectrum_headroom(400, 100, 9100)
     h = pfc_headroom(400, 100, 9100)  # the physical terms the docs break down

@@ -12,6 +12,7 @@ import yaml
 from topo import SpecError, build_fabric, load_spec
 from topo.catalog import platform_catalog, switch_catalog
 from topo.outputs.configs import config_files
+from topo.fabric import ROLES
 
 PLATFORMS = sorted(platform_catalog())
 RAW = yaml.safe_load(resources.files("topo.data").joinpath("platforms.yaml").read_text(encoding="utf-8"))
@@ -209,12 +210,12 @@ def test_buffer_pools_fit_the_chip_and_follow_the_skus_layout(name):
             assert pools == {k: {f: str(x) for f, x in raw.items()} for k, raw in buffer_source(p).buffer["pools"].items()}
             assert b["ingress_list"] is None
             continue
-        reserved = sum(int(facts.buffer_profiles[port["kind"]]["size"]) for port in sw["active_ports"])
+        reserved = sum(int(facts.buffer_profiles[ROLES.index(sw["role"]), port["kind"]]["size"]) for port in sw["active_ports"])
         ingress = [n for n, pool in pools.items() if pool["type"] == "ingress"]
         assert sum(int(pools[n]["size"]) for n in ingress) + reserved < mmu
         assert b["ingress_list"] and b["egress_list"] and b["lossy_queue_profile"] == "q_lossy_profile"
         if p.shared_headroom:
-            xoff = sum(facts.buffer_profiles[port["kind"]]["xoff"] for port in sw["active_ports"])
+            xoff = sum(facts.buffer_profiles[ROLES.index(sw["role"]), port["kind"]]["xoff"] for port in sw["active_ports"])
             assert int(pools["ingress_lossless_pool"]["xoff"]) == xoff - 10240 * len(sw["active_ports"])
             assert b["style"] == "spectrum-shared" and len(ingress) == 1
         else:
