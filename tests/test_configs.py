@@ -87,7 +87,7 @@ SHAPES = {
     "two-planes-three-tier": dict(gpus=16, gpus_per_node=1, nics_per_node=1, nic_gbps=800, planes=2, radix=4,
                                   tiers=3),
     "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
-    "mixed-core": dict(gpus=512, switch="eth-12t-32x400", core_switch="eth-25t-64x400", tiers=3),
+    "mixed-core": dict(gpus=32, gpus_per_node=1, nics_per_node=1, radix=8, core_switch="eth-12t-32x400", tiers=3),
 }
 
 

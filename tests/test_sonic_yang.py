@@ -389,7 +389,7 @@ BUILDS = {
     "rail-only": dict(gpus=64, tiers=1),
     "b300-two-planes": dict(gpus=512, switch="eth-51t-128x400", nic_gbps=800, planes=2),
     "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
-    "mixed-core": dict(gpus=512, switch="eth-12t-32x400", core_switch="eth-25t-64x400", tiers=3),
+    "mixed-core": dict(gpus=32, gpus_per_node=1, nics_per_node=1, radix=8, core_switch="eth-12t-32x400", tiers=3),
 }
 #: Builds whose configs SONiC refuses, with yanglint's error for every one of their configs and why:
 #: none now. (Fractional cable lengths, which sonic-cable-length.yang's "[0-9]+m" refuses, are rounded
