@@ -234,16 +234,18 @@ def _plane_plan(plan: Plan) -> Plan:
                    spines=plan.plane_spines, cores=plan.plane_cores)
 
 
-def _plane_maps(plan: Plan) -> tuple[Plan, list[np.ndarray]]:
-    """One plane's plan, and for each plane the global index of each of that plane's vertices."""
+def _plane_map(plan: Plan, q: int) -> np.ndarray:
+    """The global index of each vertex of plane ``q``, in one plane's vertex order."""
     one = _plane_plan(plan)
     n, counts = one.nodes, (one.leaves, one.spines, one.cores)
     starts = np.cumsum([n, *(c * plan.planes for c in counts)])[:-1]
-    maps = []
-    for q in range(plan.planes):
-        parts = [np.arange(n)] + [starts[t] + q * c + np.arange(c) for t, c in enumerate(counts)]
-        maps.append(np.concatenate(parts).astype(np.int64))
-    return one, maps
+    parts = [np.arange(n)] + [starts[t] + q * c + np.arange(c) for t, c in enumerate(counts)]
+    return np.concatenate(parts).astype(np.int64)
+
+
+def _plane_maps(plan: Plan) -> tuple[Plan, list[np.ndarray]]:
+    """One plane's plan, and for each plane the global index of each of that plane's vertices."""
+    return _plane_plan(plan), [_plane_map(plan, q) for q in range(plan.planes)]
 
 
 def _planar_vertex_arrays(plan: Plan) -> dict[str, np.ndarray]:
@@ -502,7 +504,7 @@ def plane_members(fabric: Fabric, plane: int) -> tuple[np.ndarray, np.ndarray]:
     plan = fabric.plan
     if plan.planes == 1:
         return np.arange(len(fabric.names)), np.ones(len(fabric.links), dtype=bool)
-    where = _plane_maps(plan)[1][plane]
+    where = _plane_map(plan, plane)
     mine = np.zeros(len(fabric.names), dtype=bool)
     mine[where] = True
     links = fabric.links

@@ -71,7 +71,7 @@ def _boxes_and_keys(fabric: Fabric) -> tuple[str, list[list[Box]], np.ndarray]:
         level = "groups" if max(su_groups, cores) <= GROUPS_PER_ROW else "pods"
         low = lower if level == "groups" else fabric.pod
         unit = np.select([tier <= 1, tier == 2], [low, fabric.pod], fabric.group).astype(np.int64)
-        if level == "groups" and plan.planes > 1:  # a scalable unit's leaves, one box per plane
+        if level == "groups" and plan.planes > 1 and by_su:  # an SU's leaves, one box per plane (pods are per plane already)
             leaf = tier == 1
             unit[leaf] += fabric.plane[leaf].astype(np.int64) * su_groups
     # box keys: per tier, numbered from 0 in vertex order
@@ -112,9 +112,8 @@ def _box(fabric: Fabric, level: str, t: int, k: int, value: int, vertex: int, me
     plan = fabric.plan
     if plan.planes > 1:  # the plane, and the unit's number in its plane
         plane = int(fabric.plane[vertex])
-        per = {1: value - plane * (int(fabric.su.max()) + 1) if where == "SU" else value - plane * plan.plane_pods,
+        per = {1: value - plane * plan.sus if where == "SU" else value - plane * plan.plane_pods,
                2: value - plane * plan.plane_pods, 3: value - plane * plan.spines_per_pod}[t]
-        where = {"SU": "SU", "pod": "pod", "core group": "core group"}[where]
         return Box(k, t, f"pl{plane} {per}", f"plane {plane}, {where} {per}: {members:,} {plural}", TIER_COLOURS[t])
     return Box(k, t, str(value), f"{where} {value}: {members:,} {plural}", TIER_COLOURS[t])
 
