@@ -260,13 +260,13 @@ def plan_fabric(spec: FabricSpec) -> Plan:
         )
 
     if tiers == 2:
-        return _plan_two_tiers(spec, shape, nodes, sus, leaves)
+        return _plan_two_tiers(spec, shape, nodes, sus, leaves, spine_k)
     spine, core = tier_switch(spec, 2), tier_switch(spec, 3)
     if spine.port_gbps != core.port_gbps:
         raise SpecError([f"gpus={spec.gpus} needs three tiers, whose cores ({core.model or 'generic'}, "
                          f"{core.port_gbps}G ports) differ in port speed from the spines ({spine.model}, "
                          f"{spine.port_gbps}G); name a core_switch of {spine.port_gbps}G ports"])
-    return _plan_three_tiers(spec, shape, nodes, sus, leaves)
+    return _plan_three_tiers(spec, shape, nodes, sus, leaves, spine_k, core_k)
 
 
 def plane_spec(spec: FabricSpec) -> FabricSpec:
@@ -368,8 +368,7 @@ def _plan_one_tier(spec: FabricSpec) -> Plan:
     )
 
 
-def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int) -> Plan:
-    spine_k = tier_radices(spec)[1]
+def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int, spine_k: int) -> Plan:
     spines = _spines_for(spec, shape.up, leaves, spine_k, "")
     return Plan(
         tiers=2, placement=spec.placement, nodes=nodes, rails=spec.nics_per_node,
@@ -381,8 +380,9 @@ def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leave
     )
 
 
-def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int) -> Plan:
-    _, spine_k, k = tier_radices(spec)  # k: a core's ports
+def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int, spine_k: int,
+                      k: int) -> Plan:
+    """``k``: a core's ports."""
     per_pod = min(shape.leaves_per_full_pod, leaves)
     pods = _ceil_div(leaves, per_pod)
     spines_per_pod = _spines_for(spec, shape.up, per_pod, shape.spine_down, " per pod")

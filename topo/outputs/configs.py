@@ -166,6 +166,7 @@ class ConfigFacts:
                     "vendor_table_xoff": vendor[1] if vendor else None,
                 }
         self._layouts: dict[tuple, dict[str, Any]] = {}
+        self._tier_profiles: dict[int, list[dict[str, Any]]] = {}
 
     def buffer_layout(self, active_kinds: Counter, tier: int = 1) -> BufferLayout:
         """The buffer layout of a switch of ``tier`` with ``active_kinds`` (link kind -> active ports)."""
@@ -329,7 +330,12 @@ class ConfigFacts:
     def tier_buffer_profiles(self, tier: int) -> list[dict[str, Any]]:
         """The lossless buffer profiles a tier's switches list, one per name, by link kind: every
         kind of the fabric (as each switch has always listed them), with the tier's own values where
-        it has ports of that kind, else those of the lowest tier that has."""
+        it has ports of that kind, else those of the lowest tier that has. Made once per tier."""
+        if tier not in self._tier_profiles:
+            self._tier_profiles[tier] = self._profiles_of(tier)
+        return self._tier_profiles[tier]
+
+    def _profiles_of(self, tier: int) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for kind in LINK_KINDS[: self.fabric.plan.tiers]:
             own = self.buffer_profiles.get((tier, kind))
