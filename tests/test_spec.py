@@ -16,7 +16,7 @@ from .conftest import EXAMPLES
 def test_defaults_reproduce_the_reference_design():
     spec = load_spec({"gpus": 1024})
     assert spec.to_dict() == {
-        "name": "cluster", "gpus": 1024, "gpus_per_node": 8, "nics_per_node": 8, "nic_gbps": 400, "planes": 1, "leaf_switch": None, "spine_switch": None, "core_switch": None,
+        "name": "cluster", "gpus": 1024, "gpus_per_node": 8, "nics_per_node": 8, "nic_gbps": 400, "planes": 1, "dual_tor": False, "leaf_switch": None, "spine_switch": None, "core_switch": None,
         "switch": None, "radix": 64, "port_gbps": 400, "tiers": "auto", "oversubscription": 1,
         "spine_oversubscription": 1, "placement": "rail", "spines": None, "grow_to": None,
         "loopback_pool": "10.255.0.0/16", "p2p_pool": "10.64.0.0/11", "host_pool": "10.128.0.0/11",

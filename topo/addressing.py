@@ -12,6 +12,11 @@
   ``block + 2((p - 1) × breakout + b - 1)``. The leaf takes the even address (the server's
   gateway), the NIC the odd one. A leaf advertises its block as one aggregate, so a spine carries
   one server route per leaf.
+- Dual-ToR: one block per leaf pair, ``host_pool + pair × B`` with ``B = 2^ceil(log2(nics_per_leaf
+  + 3))``: one subnet on a VLAN that both leaves of the pair serve. Its first address is the
+  gateway (the VLAN interface of both leaves, one address), and the NIC on down port ``p``, lane
+  ``b`` (the same on both leaves) gets ``block + 2 + (p - 1) × breakout + b - 1``: the address of
+  its bond, which both of its links carry.
 - ASNs (RFC 7938, private ranges): the core tier shares one ASN, the spines of each pod share one,
   and every leaf has its own: ``base`` for the cores (three tiers), then one per pod, then one per
   leaf. ``base`` is 64512 for 2-byte ASNs (up to 65534) and 4200000000 for 4-byte ones (up to
@@ -123,13 +128,24 @@ def link_counts(plan: Plan) -> tuple[int, int]:
 
 
 def server_block_size(plan: Plan) -> int:
-    """Addresses of one leaf's server block: the power of two that holds a /31 per leaf downlink.
+    """Addresses of one leaf's server block: the power of two that holds a /31 per leaf downlink;
+    with dual-ToR, of one pair's subnet: its network, gateway and broadcast addresses and one
+    address per NIC.
 
     >>> from topo import load_spec, plan_fabric
     >>> server_block_size(plan_fabric(load_spec({"gpus": 1024})))  # 32 NICs a leaf: a /26
     64
+    >>> server_block_size(plan_fabric(load_spec({"gpus": 1024, "dual_tor": True})))  # 64 NICs a pair: a /25
+    128
     """
+    if plan.homes == 2:
+        return 1 << (plan.nics_per_leaf + 2).bit_length()
     return 1 << max(1, (2 * plan.nics_per_leaf - 1).bit_length())
+
+
+def server_blocks(plan: Plan) -> int:
+    """Server blocks of a plan: one per leaf, or one per dual-ToR pair."""
+    return plan.leaves // plan.homes
 
 
 def check_addressing(spec: FabricSpec, plan: Plan) -> int:
@@ -147,17 +163,22 @@ def check_addressing(spec: FabricSpec, plan: Plan) -> int:
         problems.append(_pool_size_error("p2p_pool", p2p_pool, 2 * fabric_links,
                                          f"{fabric_links:,} switch-to-switch /31s"))
     block = server_block_size(plan)
-    if plan.leaves * block > host_pool.num_addresses:
-        problems.append(_pool_size_error("host_pool", host_pool, plan.leaves * block,
-                                         f"{plan.leaves:,} leaves' server blocks of {block:,} addresses "
-                                         f"(/{32 - block.bit_length() + 1}, a /31 for each of a leaf's "
-                                         f"{plan.nics_per_leaf:,} downlinks)"))
+    blocks = server_blocks(plan)
+    if blocks * block > host_pool.num_addresses:
+        what = (f"{blocks:,} leaf pairs' server subnets of {block:,} addresses (/{32 - block.bit_length() + 1}, "
+                f"an address for each of a pair's {plan.nics_per_leaf:,} NICs and its gateway)"
+                if plan.homes == 2 else
+                f"{plan.leaves:,} leaves' server blocks of {block:,} addresses "
+                f"(/{32 - block.bit_length() + 1}, a /31 for each of a leaf's "
+                f"{plan.nics_per_leaf:,} downlinks)")
+        problems.append(_pool_size_error("host_pool", host_pool, blocks * block, what))
     lanes = lanes_per_port(spec)
     if plan.breakout > lanes:
+        what = f"nic_gbps={spec.nic_gbps}" + (f" with dual_tor ({spec.link_gbps}G links)" if plan.homes == 2 else "")
         problems.append(
-            f"nic_gbps={spec.nic_gbps} on port_gbps={spec.port_gbps} is a breakout into {plan.breakout} "
+            f"{what} on port_gbps={spec.port_gbps} is a breakout into {plan.breakout} "
             f"links, but a port has {lanes} SerDes lanes; at most {lanes} links per port "
-            f"(nic_gbps of {spec.port_gbps // lanes} or more)")
+            f"(links of {spec.port_gbps // lanes}G or more)")
     groups = (1 if plan.tiers == 3 else 0) + plan.pods + plan.leaves
     size = spec.asn_size
     if size == "auto":
@@ -227,10 +248,14 @@ def plan_addressing(spec: FabricSpec, plan: Plan, kind: np.ndarray, leaf: np.nda
     if leaf is None or slot is None:
         order = np.arange(host_links, dtype=np.int64)
         leaf_of, slot_of = order // plan.nics_per_leaf, order % plan.nics_per_leaf
+        assert plan.homes == 1  # a pair's links are not in leaf order
     else:
         leaf_of, slot_of = np.asarray(leaf)[host].astype(np.int64), np.asarray(slot)[host].astype(np.int64)
     block = server_block_size(plan)
-    link_ip[host] = (int(host_pool.network_address) + leaf_of * block + 2 * slot_of).astype(np.uint32)
+    if plan.homes == 2:  # the pair's subnet; both links of a NIC carry its bond's address
+        link_ip[host] = (int(host_pool.network_address) + leaf_of // 2 * block + 2 + slot_of).astype(np.uint32)
+    else:
+        link_ip[host] = (int(host_pool.network_address) + leaf_of * block + 2 * slot_of).astype(np.uint32)
     if not spec.unnumbered:
         link_ip[~host] = int(p2p_pool.network_address) + 2 * np.arange(fabric_links, dtype=np.uint32)
     return Addressing(asn=asn, loopback=loopback, link_ip=link_ip, asn_size=size,

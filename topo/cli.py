@@ -135,6 +135,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("nics_per_node", "--nics-per-node", {"type": click.INT, "help": "NICs (rails) per server [one per GPU]."}),
     ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [400]."}),
     ("planes", "--planes", {"type": click.INT, "metavar": "N", "help": "Planes: each NIC has N ports of nic-gbps/N, port p into plane p, and no link joins two planes [1]."}),
+    ("dual_tor", "--dual-tor/--single-tor", {"default": None, "help": "Cable each NIC to two leaves of a leaf pair (an MCLAG pair), bonded, half its speed to each, so a lost link or leaf halves it instead of cutting it [single]."}),
     ("switch", "--switch", {"help": "Switch model from the catalogue (see 'topo switches'); sets radix and port speed."}),
     ("leaf_switch", "--leaf-switch", {"metavar": "MODEL", "help": "Leaf model, if not --switch's [--switch]."}),
     ("spine_switch", "--spine-switch", {"metavar": "MODEL", "help": "Spine model, if not --switch's (its radix may differ) [--switch]."}),

@@ -28,6 +28,11 @@ ROLES = ("node", "leaf", "spine", "core")
 LINK_KINDS = ("node-leaf", "leaf-spine", "spine-core")
 #: Edge attribute names of the lower and upper port of each link kind.
 PORT_ATTRS = (("nic", "leaf_port"), ("leaf_port", "spine_port"), ("spine_port", "core_port"))
+#: Kind of a dual-ToR peer link (leaf to leaf of one pair). Peer links are not routed (they carry
+#: the traffic of a pair's lost server link in layer 2), so they are kept in ``Fabric.peer_links``,
+#: apart from ``Fabric.links``, which the analyses route over; the graph has them as ``peer-link``.
+PEER_KIND = 3
+PEER_LINK = "peer-link"
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,10 +78,14 @@ class Fabric:
     plane : ndarray of int32
         Plane of each switch (0 in a one-plane fabric); -1 for a server, which is in every plane.
     links : Links
+        Every routed link: server links, leaf-spine, spine-core.
     addressing : Addressing
         ASNs, loopbacks and link /31s (see :mod:`topo.addressing`).
     graph : networkx.MultiGraph
         The same fabric as a graph, keyed by names, with documented attributes.
+    peer_links : Links or None
+        Dual-ToR: the peer links between the two leaves of each pair (kind ``PEER_KIND``), which
+        are not routed; None without dual-ToR.
     """
 
     spec: FabricSpec
@@ -91,6 +100,7 @@ class Fabric:
     links: Links
     graph: nx.MultiGraph
     addressing: Addressing
+    peer_links: Links | None = None
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -134,12 +144,15 @@ def _names(spec: FabricSpec, plan: Plan) -> list[str]:
         return names
     p = spec.name
     names = node_names(spec)
+    # the two leaves of a dual-ToR pair end in a and b
+    sides = ("a", "b") if plan.homes == 2 else ("",)
     if plan.placement == "rail":
-        ws, wr = _width(plan.sus, 2), _width(plan.rails, 1)
-        names += [f"{p}-leaf-su{s:0{ws}d}-r{r:0{wr}d}" for s in range(plan.sus) for r in range(plan.rails)]
+        ws, wr = _width(plan.sus, 2), _width(plan.nic_rails, 1)
+        names += [f"{p}-leaf-su{s:0{ws}d}-r{r:0{wr}d}{side}" for s in range(plan.sus)
+                  for r in range(plan.nic_rails) for side in sides]
     else:
-        wl = _width(plan.leaves, 2)
-        names += [f"{p}-leaf-{leaf:0{wl}d}" for leaf in range(plan.leaves)]
+        wl = _width(plan.leaves // plan.homes, 2)
+        names += [f"{p}-leaf-{leaf:0{wl}d}{side}" for leaf in range(plan.leaves // plan.homes) for side in sides]
     wj = _width(plan.spines_per_pod, 2)
     if plan.tiers == 2:
         names += [f"{p}-spine-{j:0{wj}d}" for j in range(plan.spines)]
@@ -163,15 +176,30 @@ def _grid(*sizes: int) -> list[np.ndarray]:
 
 
 def _node_leaf(spec: FabricSpec, plan: Plan, leaf0: int) -> tuple[np.ndarray, ...]:
-    """Server NIC r -> leaf downlink: (lo, hi, lo_port, hi_port, lane)."""
+    """Server link r -> leaf downlink: (lo, hi, lo_port, hi_port, lane).
+
+    With dual-ToR, link ``r`` is member ``r % 2`` of NIC ``r // 2``'s bond and goes to that leaf of
+    the NIC's pair, on the same down port and lane of both leaves.
+    """
     node, nic = _grid(plan.nodes, plan.rails)
     if plan.placement == "rail":
         leaf = node // plan.su_nodes * plan.rails + nic
         slot = node % plan.su_nodes
     else:
-        leaf = node // plan.su_nodes
-        slot = node % plan.su_nodes * plan.rails + nic
+        h = plan.homes
+        leaf = node // plan.su_nodes * h + nic % h
+        slot = node % plan.su_nodes * (plan.rails // h) + nic // h
     return node, leaf0 + leaf, nic, slot // plan.breakout + 1, slot % plan.breakout + 1
+
+
+def _peer_links(spec: FabricSpec, plan: Plan) -> Links:
+    """The peer link of every dual-ToR pair: ``peer_ports`` links between its two leaves, on the
+    ports after the uplinks (the same port on both). Empty without dual-ToR."""
+    pair, m = _grid(plan.pairs, plan.peer_ports)
+    port = plan.leaf_down_ports + plan.leaf_up_ports + 1 + m
+    return Links(lo=(plan.nodes + 2 * pair).astype(np.int32), hi=(plan.nodes + 2 * pair + 1).astype(np.int32),
+                 lo_port=port.astype(np.int16), hi_port=port.astype(np.int16), lane=np.ones(m.size, np.int8),
+                 kind=np.full(m.size, PEER_KIND, np.int8), gbps=np.full(m.size, spec.port_gbps, np.int32))
 
 
 def _leaf_spine(plan: Plan, leaf0: int, spine0: int) -> tuple[np.ndarray, ...]:
@@ -209,11 +237,11 @@ def _vertex_arrays(plan: Plan) -> dict[str, np.ndarray]:
     su[:n] = nodes // plan.su_nodes
     if plan.placement == "rail":
         su[n:n + L] = leaves // plan.rails
-        rail[n:n + L] = leaves % plan.rails
+        rail[n:n + L] = leaves % plan.rails // plan.homes
         first_leaf = su[:n] * plan.rails
     else:
-        su[n:n + L] = leaves
-        first_leaf = su[:n]
+        su[n:n + L] = leaves // plan.homes
+        first_leaf = su[:n] * plan.homes
     pod[n:n + L] = leaves // plan.leaves_per_pod
     pod[:n] = first_leaf // plan.leaves_per_pod
     pod[n + L:n + L + S] = np.arange(S) // plan.spines_per_pod
@@ -310,7 +338,7 @@ def _links(spec: FabricSpec, plan: Plan) -> Links:
     cols = [np.concatenate([part[i] for part in parts]) for i in range(5)]
     sizes = [len(part[0]) for part in parts]
     kind = np.repeat(np.arange(len(parts), dtype=np.int8), sizes)
-    speeds = [spec.nic_port_gbps] + [spec.port_gbps] * (len(parts) - 1)
+    speeds = [spec.link_gbps] + [spec.port_gbps] * (len(parts) - 1)
     gbps = np.repeat(np.asarray(speeds, dtype=np.int32), sizes)
     lo, hi, lo_port, hi_port, lane = cols
     return Links(
@@ -320,12 +348,12 @@ def _links(spec: FabricSpec, plan: Plan) -> Links:
 
 
 def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarray], links: Links,
-           addressing: Addressing) -> nx.MultiGraph:
+           addressing: Addressing, peer: Links | None = None) -> nx.MultiGraph:
     """Fill the MultiGraph from the arrays in bulk (attributes documented in docs/fabric.md)."""
     g = nx.MultiGraph(name=spec.name)
     tier = v["tier"].tolist()
     su, pod, rail, group, plane = (v[k].tolist() for k in ("su", "pod", "rail", "group", "plane"))
-    planes = plan.planes
+    planes, homes = plan.planes, plan.homes
     first = [0, plan.nodes, plan.nodes + plan.leaves, plan.nodes + plan.leaves + plan.spines]
     gpus, nics = spec.gpus_per_node, spec.nic_ports
     radix_of = [0, spec.radix, plan.spine_radix or spec.radix, plan.core_radix or spec.radix]
@@ -356,13 +384,17 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
     lo, hi = links.lo.tolist(), links.hi.tolist()
     lo_port, hi_port, lane = links.lo_port.tolist(), links.hi_port.tolist(), links.lane.tolist()
     kind, gbps = links.kind.tolist(), links.gbps.tolist()
-    # parallel links between one pair get keys 0, 1, ...: rows of a pair are contiguous
+    # parallel links between one pair get keys 0, 1, ... in row order (a dual-ToR rack node's links
+    # alternate between the two leaves of its pair, so a pair's rows are not always contiguous)
     same = np.zeros(len(links), dtype=np.int64)
     if len(links) > 1:
+        pair_key = links.lo.astype(np.int64) * len(names) + links.hi
+        order = np.argsort(pair_key, kind="stable")
+        sorted_key = pair_key[order]
         new_pair = np.ones(len(links), dtype=bool)
-        new_pair[1:] = (links.lo[1:] != links.lo[:-1]) | (links.hi[1:] != links.hi[:-1])
+        new_pair[1:] = sorted_key[1:] != sorted_key[:-1]
         starts = np.flatnonzero(new_pair)
-        same = np.arange(len(links)) - np.repeat(starts, np.diff(np.append(starts, len(links))))
+        same[order] = np.arange(len(links)) - np.repeat(starts, np.diff(np.append(starts, len(links))))
     key = same.tolist()
 
     def edge(e: int):
@@ -373,9 +405,17 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
             a["lane"] = lane[e]
             if planes > 1:
                 a["plane"] = lo_port[e] % planes
+            elif homes > 1:  # member m of NIC r's bond is server link r * 2 + m
+                a["nic"], a["member"] = divmod(lo_port[e], homes)
         return names[lo[e]], names[hi[e]], key[e], a
 
     g.add_edges_from(edge(e) for e in range(len(links)))
+    if peer is not None:
+        g.add_edges_from((names[a], names[b], k, {"kind": PEER_LINK, "bandwidth_gbps": speed, "leaf_port": port,
+                                                   "peer_port": port})
+                         for a, b, k, port, speed in zip(peer.lo.tolist(), peer.hi.tolist(),
+                                                         (np.arange(len(peer)) % max(plan.peer_ports, 1)).tolist(),
+                                                         peer.lo_port.tolist(), peer.gbps.tolist()))
     return g
 
 
@@ -481,9 +521,10 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     check_memory(spec, plan)
     if final_spec(spec) is not spec:
         names, vertices, links, addressing = _grown(spec, plan)
-        graph = _graph(spec, plan, names, vertices, links, addressing)
+        peer = _peer_links(spec, plan) if plan.homes == 2 else None
+        graph = _graph(spec, plan, names, vertices, links, addressing, peer)
         return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
-                      addressing=addressing, **vertices)
+                      addressing=addressing, peer_links=peer, **vertices)
     names = _names(spec, plan)
     if len({n.lower() for n in names}) != len(names):
         switches = {n.lower() for n in names[plan.nodes:]}
@@ -493,9 +534,10 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     vertices = _vertices(plan)
     links = _links(spec, plan)
     addressing = _addressing(spec, plan, links)
-    graph = _graph(spec, plan, names, vertices, links, addressing)
+    peer = _peer_links(spec, plan) if plan.homes == 2 else None
+    graph = _graph(spec, plan, names, vertices, links, addressing, peer)
     return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
-                  addressing=addressing, **vertices)
+                  addressing=addressing, peer_links=peer, **vertices)
 
 
 def plane_members(fabric: Fabric, plane: int) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
 from .errors import SpecError
-from .spec import FabricSpec, format_ratio, tier_switch
+from .spec import PEER_LINK_PORTS, FabricSpec, format_ratio, tier_switch
 
 #: Radixes tried when suggesting a switch that would hold a fabric.
 COMMON_RADIXES = (32, 48, 64, 128, 144, 256, 512)
@@ -28,8 +28,8 @@ class Plan:
     tiers: int
     placement: str
     nodes: int
-    rails: int  #: NICs per node; in rail placement, one leaf per rail per scalable unit
-    breakout: int  #: NIC links per leaf downlink port (port_gbps / nic_gbps)
+    rails: int  #: links of a node; in rail placement, one leaf per rail per scalable unit
+    breakout: int  #: NIC links per leaf downlink port (port_gbps / link speed)
     leaf_down_ports: int
     leaf_up_ports: int
     nics_per_leaf: int  #: leaf_down_ports * breakout
@@ -49,6 +49,8 @@ class Plan:
     planes: int = 1  #: planes; the other counts are of one plane, except the totals below
     spine_radix: int = 0  #: ports of a spine (its tier's model); 0 in one tier
     core_radix: int = 0  #: ports of a core (its tier's model); 0 below three tiers
+    homes: int = 1  #: leaves each NIC port is cabled to (2: dual-ToR leaf pairs, leaves 2i and 2i + 1)
+    peer_ports: int = 0  #: ports of each leaf of a pair that its peer link takes (after the uplinks)
 
     # With planes > 1, rails (links of a node), leaves, pods, spines and cores are totals over the
     # planes; every other count is one plane's (each plane is the same fabric).
@@ -72,7 +74,12 @@ class Plan:
     @property
     def nic_rails(self) -> int:
         """NICs of a node (rails of one plane)."""
-        return self.rails // self.planes
+        return self.rails // (self.planes * self.homes)
+
+    @property
+    def pairs(self) -> int:
+        """Dual-ToR leaf pairs (0 without dual-ToR)."""
+        return self.leaves // 2 if self.homes == 2 else 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -148,13 +155,20 @@ def _shape(spec: FabricSpec, radix: int, spine_radix: int | None = None) -> _Sha
     down, up = split_ports(radix, spec.oversubscription, "oversubscription")
     spine_radix = spine_radix or radix
     spine_down, spine_up = split_ports(spine_radix, spec.spine_oversubscription, "spine_oversubscription")
-    breakout = spec.port_gbps // spec.nic_gbps
+    if spec.dual_tor:
+        if up <= PEER_LINK_PORTS:
+            raise SpecError([f"dual_tor: each leaf's peer link takes {PEER_LINK_PORTS} of its {up} uplink ports "
+                             f"(radix={radix}, oversubscription={format_ratio(spec.oversubscription)}), "
+                             f"leaving none to the spines; use a larger radix or a lower oversubscription"])
+        up -= PEER_LINK_PORTS
+    breakout = spec.port_gbps // spec.link_gbps
     nics_per_leaf = down * breakout
+    links = spec.nic_links  # rail placement: one leaf per link of a node in each scalable unit
     if spec.placement == "rail":
         su_nodes = nics_per_leaf
         # keep the rail leaves of one scalable unit inside one pod when a pod can hold them
-        whole = spine_down // spec.nics_per_node * spec.nics_per_node
-        per_pod = whole if whole else spine_down
+        whole = spine_down // links * links
+        per_pod = whole if whole else spine_down // spec.homes * spec.homes
     else:
         su_nodes = nics_per_leaf // spec.nics_per_node
         if su_nodes < 1:
@@ -165,14 +179,14 @@ def _shape(spec: FabricSpec, radix: int, spine_radix: int | None = None) -> _Sha
                     f"oversubscription={format_ratio(spec.oversubscription)})"
                 ]
             )
-        per_pod = spine_down
+        per_pod = spine_down // spec.homes * spec.homes  # a pair's two leaves in one pod
     return _Shape(down, up, breakout, nics_per_leaf, su_nodes, spine_down, spine_up, per_pod)
 
 
 def _leaves_for(spec: FabricSpec, shape: _Shape, nodes: int) -> tuple[int, int]:
     """(scalable units, leaves) for ``nodes`` servers."""
     sus = _ceil_div(nodes, shape.su_nodes)
-    leaves = sus * spec.nics_per_node if spec.placement == "rail" else sus
+    leaves = sus * (spec.nic_links if spec.placement == "rail" else spec.homes)
     return sus, leaves
 
 
@@ -182,10 +196,8 @@ def max_gpus(spec: FabricSpec, tiers: int, radix: int | None = None) -> int:
     leaf_k, spine_k, core_k = (radix,) * 3 if radix else tier_radices(spec)
     shape = _shape(spec, leaf_k, spine_k)
     max_leaves = spine_k if tiers == 2 else core_k * shape.leaves_per_full_pod
-    if spec.placement == "rail":
-        nodes = max_leaves // spec.nics_per_node * shape.su_nodes
-    else:
-        nodes = max_leaves * shape.su_nodes
+    per_su = spec.nic_links if spec.placement == "rail" else spec.homes
+    nodes = max_leaves // per_su * shape.su_nodes
     return nodes * spec.gpus_per_node
 
 
@@ -371,12 +383,13 @@ def _plan_one_tier(spec: FabricSpec) -> Plan:
 def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int, spine_k: int) -> Plan:
     spines = _spines_for(spec, shape.up, leaves, spine_k, "")
     return Plan(
-        tiers=2, placement=spec.placement, nodes=nodes, rails=spec.nics_per_node,
+        tiers=2, placement=spec.placement, nodes=nodes, rails=spec.nic_links,
         breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up,
         nics_per_leaf=shape.nics_per_leaf, su_nodes=shape.su_nodes, sus=sus, leaves=leaves,
         leaves_per_pod=leaves, pods=1, spines_per_pod=spines, spines=spines,
         leaf_spine_links=shape.up // spines, spine_down_ports=spine_k, spine_up_ports=0,
         cores_per_group=0, cores=0, spine_core_links=0, spine_radix=spine_k,
+        homes=spec.homes, peer_ports=PEER_LINK_PORTS if spec.dual_tor else 0,
     )
 
 
@@ -389,7 +402,7 @@ def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, lea
     cores_per_group = _smallest_divisor_at_least(shape.spine_up, Fraction(pods * shape.spine_up, k))
     assert cores_per_group is not None  # pods <= k was checked
     return Plan(
-        tiers=3, placement=spec.placement, nodes=nodes, rails=spec.nics_per_node,
+        tiers=3, placement=spec.placement, nodes=nodes, rails=spec.nic_links,
         breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up,
         nics_per_leaf=shape.nics_per_leaf, su_nodes=shape.su_nodes, sus=sus, leaves=leaves,
         leaves_per_pod=per_pod, pods=pods, spines_per_pod=spines_per_pod,
@@ -397,6 +410,7 @@ def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, lea
         spine_down_ports=shape.spine_down, spine_up_ports=shape.spine_up,
         cores_per_group=cores_per_group, cores=spines_per_pod * cores_per_group,
         spine_core_links=shape.spine_up // cores_per_group, spine_radix=spine_k, core_radix=k,
+        homes=spec.homes, peer_ports=PEER_LINK_PORTS if spec.dual_tor else 0,
     )
 
 

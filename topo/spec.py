@@ -85,6 +85,7 @@ class FabricSpec:
     nics_per_node: int = 8
     nic_gbps: int = 400
     planes: int = 1
+    dual_tor: bool = False
     switch: str | None = None
     leaf_switch: str | None = None
     spine_switch: str | None = None
@@ -140,8 +141,31 @@ class FabricSpec:
 
     @property
     def nic_port_gbps(self) -> int:
-        """Speed of one NIC port (one link into one plane): ``nic_gbps / planes``."""
+        """Speed of one NIC port (one device; into one plane): ``nic_gbps / planes``."""
         return self.nic_gbps // self.planes
+
+    @property
+    def homes(self) -> int:
+        """Leaves each NIC port is cabled to: 2 with ``dual_tor`` (a leaf pair), else 1."""
+        return 2 if self.dual_tor else 1
+
+    @property
+    def nic_links(self) -> int:
+        """Cables from one server into the fabric: ``nic_ports`` x ``homes``.
+
+        With ``dual_tor`` a NIC port's two links (members of one bond, one to each leaf of its
+        pair) are one device, so ``nic_ports`` counts devices and ``nic_links`` cables.
+
+        >>> s = load_spec({"gpus": 1024, "dual_tor": True})
+        >>> s.nic_ports, s.nic_links, s.link_gbps
+        (8, 16, 200)
+        """
+        return self.nic_ports * self.homes
+
+    @property
+    def link_gbps(self) -> int:
+        """Speed of one server link: ``nic_port_gbps / homes``."""
+        return self.nic_port_gbps // self.homes
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data; :func:`load_spec` reads it back to the same spec."""
@@ -527,6 +551,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "nics_per_node": lambda value: None if value is None else _bounded(MAX_PER_NODE, "NICs in one server")(value),
     "nic_gbps": _gbps,
     "planes": _bounded(MAX_PLANES, "planes"),
+    "dual_tor": _bool,
     "switch": _switch,
     "leaf_switch": _switch,
     "spine_switch": _switch,
@@ -947,6 +972,29 @@ def _check_tier_switches(values: dict[str, Any], problems: list[str]) -> None:
                             f"not yet in port speed")
 
 
+#: Ports of each leaf of a dual-ToR pair that its peer link (the MCLAG inter-switch link) takes,
+#: out of the leaf's uplinks.
+PEER_LINK_PORTS = 2
+
+
+def _check_dual_tor(values: dict[str, Any], nic_gbps: int | None, planes: Any, problems: list[str]) -> None:
+    """What ``dual_tor`` cannot be combined with."""
+    if nic_gbps is not None and nic_gbps % 2:
+        problems.append(f"dual_tor: nic_gbps={values['nic_gbps']} does not split into two links of equal whole Gb/s "
+                        f"(each NIC port is bonded over two links, one to each leaf of a pair)")
+    if isinstance(planes, int) and planes > 1:
+        problems.append(f"dual_tor with planes={planes}: a dual-ToR pair is two leaves of one plane; "
+                        f"use one or the other")
+    if values.get("tiers") == 1:
+        problems.append("dual_tor with tiers=1: the leaves of a pair reach each other's servers over spines "
+                        "when a link fails; use tiers=2 or auto")
+    models = [values.get(f) for f in ("switch", *TIER_SWITCH_FIELDS.values())]
+    ib = [m for m in models if m and switch_catalog()[m].technology == "infiniband"]
+    if ib:
+        problems.append(f"dual_tor with switch {ib[0]} (InfiniBand): InfiniBand has no link aggregation "
+                        f"across two switches; dual_tor bonds a NIC port over an Ethernet MCLAG leaf pair")
+
+
 def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
     """Checks between fields that need no sizing."""
     gpus, gpn = values.get("gpus"), values.get("gpus_per_node")
@@ -991,6 +1039,14 @@ def _check_relations(values: dict[str, Any], problems: list[str]) -> None:
             nic_gbps //= planes  # the speed of one link: a NIC port into one plane
     what = (f"nic_gbps={nic_gbps}" if planes == 1 or nic_gbps is None
             else f"nic_gbps={values['nic_gbps']} in planes={planes} ({nic_gbps}G a port)")
+    if values.get("dual_tor"):
+        _check_dual_tor(values, nic_gbps, planes, problems)
+        if nic_gbps is not None:
+            if nic_gbps % 2:
+                nic_gbps = None
+            else:
+                what = f"{what} with dual_tor ({nic_gbps // 2}G to each leaf of the pair)"
+                nic_gbps //= 2  # the speed of one link: half a NIC port, to one leaf of its pair
     if nic_gbps is not None and port_gbps is not None and port_gbps % nic_gbps:
         problems.append(
             f"{what} does not divide port_gbps={port_gbps}: a switch port must carry a "

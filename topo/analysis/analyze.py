@@ -282,8 +282,8 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     order = job_nodes(fabric, options.job_gpus, options.order, options.seed)
     k = spec.nic_ports
     tables = port_tables(fabric)
-    nic_link = tables.nic_link
-    live_nics = faults.live[nic_link[(order[:, None] * k + np.arange(k)[None, :])]]
+    nic_link = tables.nic_link.reshape(-1, fabric.plan.homes)  # a dual-ToR NIC: its bond's two links
+    live_nics = faults.live[nic_link[(order[:, None] * k + np.arange(k)[None, :])]].any(axis=-1)
     dead_nodes = ~live_nics.any(axis=1)
     stopped = _stopped(fabric, order, live_nics)
     if dead_nodes.any():
@@ -603,8 +603,9 @@ def _result(fabric, options, faults, order, node, layout, routing, patterns, row
         "subflows": int(routes.resources.shape[0]),
     }
     if primary is not None:
-        src_leaf = fabric.links.hi[tables.nic_link[conns.src_nic]]
-        dst_leaf = fabric.links.hi[tables.nic_link[conns.dst_nic]]
+        first_link = tables.nic_link.reshape(-1, fabric.plan.homes)[:, 0]  # dual-ToR: the pair's a leaf
+        src_leaf = fabric.links.hi[first_link[conns.src_nic]]
+        dst_leaf = fabric.links.hi[first_link[conns.dst_nic]]
         leaving_leaf = int((src_leaf != dst_leaf).sum())
         leaving_pod = int((fabric.pod[src_leaf] != fabric.pod[dst_leaf]).sum())
         slow = primary.slowest_gbps

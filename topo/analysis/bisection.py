@@ -172,7 +172,8 @@ def endpoints(fabric: Fabric) -> tuple[str, np.ndarray]:
     """
     links, spec = fabric.links, fabric.spec
     rows = _nic_rows(fabric)
-    node, nic = links.lo[rows].astype(np.int64), links.lo_port[rows].astype(np.int64)
+    node = links.lo[rows].astype(np.int64)
+    nic = links.lo_port[rows].astype(np.int64) // fabric.plan.homes  # a dual-ToR bond's two links: one NIC
     gpus, nics = spec.gpus_per_node, spec.nic_ports
     if nics <= gpus:
         return "nic", node * nics + nic
@@ -755,7 +756,8 @@ def least_cut(fabric: Fabric) -> LeastCut:
     count = int(endpoint.max()) + 1 if endpoint.size else 0
     half = (count + 1) // 2
     per_endpoint = spec.nic_ports // spec.gpus_per_node if kind == "gpu" else 1
-    ell = per_endpoint if plan.placement == "rail" else 1
+    # a unit: the leaves an endpoint's links reach (both leaves of a dual-ToR pair)
+    ell = (per_endpoint if plan.placement == "rail" else 1) * plan.homes
     leaf0, lpp = fabric.first(1), plan.leaves_per_pod
 
     up = links.kind == 1
@@ -795,7 +797,7 @@ def least_cut(fabric: Fabric) -> LeastCut:
         nics = np.bincount(nic_leaf, minlength=plan.leaves).astype(np.int64)
         leaf_pod = np.arange(plan.leaves, dtype=np.int64) // lpp
         leaf_unit = np.arange(plan.leaves, dtype=np.int64) // ell
-        costs = (leaf_gbps, spec.nic_port_gbps, pod_gbps)
+        costs = (leaf_gbps, spec.link_gbps, pod_gbps)
         if units <= MAX_UNITS_TRIED:  # few units: every split of whole units and part of one
             method = "units"
             gbps, unit_a, part, taken = _every_unit_split(leaf_pod, leaf_unit, sizes, *costs,
@@ -806,7 +808,7 @@ def least_cut(fabric: Fabric) -> LeastCut:
         else:  # the best whole units for a few choices of pods, improved in turn: an upper bound
             method = "bounds"
             relaxed = _least_cut_of_units(nics, leaf_pod, plan.pods, leaf_gbps, pod_gbps,
-                                          spec.nic_port_gbps, half * per_endpoint)
+                                          spec.link_gbps, half * per_endpoint * plan.homes)
             lower = relaxed.gbps if relaxed is not None else 0
             first = np.arange(plan.pods)
             tries = [first < plan.pods // 2, first < (plan.pods + 1) // 2,

@@ -138,16 +138,25 @@ def gpus_per_nic(fabric: Fabric) -> np.ndarray:
 
 
 def nic_table(fabric: Fabric, faults: Faults) -> tuple[np.ndarray, np.ndarray]:
-    """Leaf number (from 0) and live flag of every NIC, as two (nodes, nics_per_node) arrays."""
+    """Leaf number (from 0) and live flag of every NIC, as two (nodes, nics_per_node) arrays.
+
+    A dual-ToR NIC is live while one of its two links is, and counts from the first leaf of its
+    pair that it has a live link to (the pair's a leaf when both are live: the two leaves of a
+    pair route alike).
+    """
     links = fabric.links
     rows = np.flatnonzero(links.kind == 0)
-    shape = (fabric.plan.nodes, fabric.spec.nic_ports)
+    homes = fabric.plan.homes
+    shape = (fabric.plan.nodes, fabric.spec.nic_ports, homes)
     leaf = np.zeros(shape, dtype=np.int64)
     live = np.zeros(shape, dtype=bool)
-    node, nic = links.lo[rows].astype(np.int64), links.lo_port[rows].astype(np.int64)
-    leaf[node, nic] = links.hi[rows] - fabric.first(1)
-    live[node, nic] = faults.live[rows]
-    return leaf, live
+    node, port = links.lo[rows].astype(np.int64), links.lo_port[rows].astype(np.int64)
+    leaf[node, port // homes, port % homes] = links.hi[rows] - fabric.first(1)
+    live[node, port // homes, port % homes] = faults.live[rows]
+    if homes == 1:
+        return leaf[..., 0], live[..., 0]
+    first = np.where(live[..., 0], 0, 1)
+    return np.take_along_axis(leaf, first[..., None], axis=2)[..., 0], live.any(axis=2)
 
 
 def _pairs(n: np.ndarray | int) -> np.ndarray | int:

@@ -430,6 +430,55 @@ def _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out):
         down_to_leaf(far, 4, target, bf)
 
 
+def _rank_within(group: np.ndarray) -> np.ndarray:
+    """Position of each element among the elements of its group, in input order."""
+    order = np.argsort(group, kind="stable")
+    g = group[order]
+    start = np.ones(g.size, dtype=bool)
+    start[1:] = g[1:] != g[:-1]
+    first = np.flatnonzero(start)
+    rank = np.empty(g.size, dtype=np.int64)
+    rank[order] = np.arange(g.size) - np.repeat(first, np.diff(np.append(first, g.size)))
+    return rank
+
+
+def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes):
+    """The first and last link of every sub-flow between dual-ToR NICs, and its two leaves.
+
+    The source NIC's bond (RoCE LAG) gives its queue pairs to its live links in turn. The
+    destination's two leaves both advertise its subnet: a sub-flow whose source leaf is one of
+    them goes straight down (when the destination's link on that leaf is live); any other reaches
+    one of the two by the ECMP hash of the spine that turns down, over a live link only (a lost
+    link's share that would reach its leaf crosses the pair's peer link to the other in the real
+    fabric; the model sends it to the other leaf, whose link bounds it either way).
+    """
+    links = fabric.links
+    leaf0 = fabric.first(1)
+    members = tables.nic_link.reshape(-1, 2)
+    s_links, d_links = members[src], members[dst]
+    s_live, d_live = live[s_links], live[d_links]
+    turn = _rank_within(src) % 2  # the bond's queue pairs alternate between its links
+    s_m = np.where(s_live.all(axis=1), turn, np.where(s_live[:, 1], 1, 0))
+    rows = np.arange(src.size)
+    l_src = s_links[rows, s_m]
+    a = links.hi[l_src].astype(np.int64) - leaf0
+    h = hashes(rows, np.full(src.size, -1, dtype=np.int64), SPINE_DOWN)
+    d_m = np.where(d_live.all(axis=1), (h % _U64(2)).astype(np.int64), np.where(d_live[:, 1], 1, 0))
+    d_leaf = links.hi[d_links].astype(np.int64) - leaf0  # (n, 2): the destination's pair
+    local = (d_leaf[:, 0] // 2 == a // 2) & d_live[rows, a % 2]
+    d_m = np.where(local, a % 2, d_m)
+    dist = ud.leaf_distance(a, d_leaf[rows, d_m])
+    other = 1 - d_m  # a chosen leaf the source cannot reach: the other one, if live and reachable
+    swap = (dist < 0) & d_live[rows, other]
+    if swap.any():
+        alt = ud.leaf_distance(a[swap], d_leaf[swap, other[swap]])
+        ok = alt >= 0
+        d_m[np.flatnonzero(swap)[ok]] = other[swap][ok]
+        dist[np.flatnonzero(swap)[ok]] = alt[ok]
+    l_dst = d_links[rows, d_m]
+    return l_src, l_dst, a, d_leaf[rows, d_m], dist
+
+
 def route(
     fabric: Fabric,
     src_nic: np.ndarray,
@@ -444,6 +493,8 @@ def route(
     tables: PortTables | None = None,
 ) -> Routes:
     """Route flows between NICs (global NIC id = node * nics_per_node + nic), ``qps`` sub-flows each.
+
+    A NIC is one device: with dual-ToR, the bond of two links, one to each leaf of its pair.
 
     Parameters
     ----------
@@ -490,10 +541,14 @@ def route(
     src = np.repeat(np.asarray(src_nic, dtype=np.int64).ravel(), qps)
     dst = np.repeat(dst_flow, qps)
     n = src.size
-    l_src, l_dst = tables.nic_link[src], tables.nic_link[dst]
-    a = links.hi[l_src].astype(np.int64) - leaf0
-    b = links.hi[l_dst].astype(np.int64) - leaf0
-    dist = ud.leaf_distance(a, b)
+    if fabric.plan.homes == 2:
+        member_hash = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized)
+        l_src, l_dst, a, b, dist = _dual_homed_ends(fabric, tables, ud, live, src, dst, member_hash)
+    else:
+        l_src, l_dst = tables.nic_link[src], tables.nic_link[dst]
+        a = links.hi[l_src].astype(np.int64) - leaf0
+        b = links.hi[l_dst].astype(np.int64) - leaf0
+        dist = ud.leaf_distance(a, b)
     dist[~(live[l_src] & live[l_dst])] = UNREACHABLE
 
     out = np.full((n, MAX_LINKS), -1, dtype=np.int64)
