@@ -107,9 +107,27 @@ def sonic_port_name(port: int, lane: int, lanes: int, breakout: int) -> str:
     return f"Ethernet{(port - 1) * lanes + (lane - 1) * (lanes // breakout)}"
 
 
-def rdma_device(nic: int) -> str:
-    """Name of a server's RDMA device by NIC index (``mlx5_0`` ...)."""
-    return f"mlx5_{nic}"
+def rdma_device(nic: int, bonded: bool = False) -> str:
+    """Name of a server's RDMA device by NIC index (``mlx5_0`` ...); with dual-ToR, of the NIC's
+    bond (RoCE LAG over its two links: ``mlx5_bond_0`` ...)."""
+    return f"mlx5_bond_{nic}" if bonded else f"mlx5_{nic}"
+
+
+def bond_name(nic: int) -> str:
+    """Linux bond of a dual-ToR NIC's two ports (``bond0`` ...)."""
+    return f"bond{nic}"
+
+
+def member_port(nic: int, member: int) -> str:
+    """A dual-ToR NIC's physical port by member (0: to the pair's a leaf, 1: to its b leaf), as the
+    cabling plan names it: ``mlx5_bond_3/p1``, ``mlx5_bond_3/p2``."""
+    return f"{rdma_device(nic, True)}/p{member + 1}"
+
+
+def pair_gateway(block: int) -> int:
+    """Gateway of a dual-ToR pair's server subnet starting at ``block`` (uint32): its first address,
+    on the VLAN interface of both leaves."""
+    return block + 1
 
 
 def _pool_size_error(field: str, pool: ipaddress.IPv4Network, need: int, what: str) -> str:
