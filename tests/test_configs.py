@@ -33,6 +33,8 @@ SONIC_TABLES = {
     "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP", "MAP_PFC_PRIORITY_TO_QUEUE", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "SCHEDULER", "QUEUE", "PORT_QOS_MAP", "WRED_PROFILE",
     "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "CABLE_LENGTH", "PFC_WD",
     "BUFFER_PORT_INGRESS_PROFILE_LIST", "BUFFER_PORT_EGRESS_PROFILE_LIST",
+    # a dual-ToR leaf: its servers' bonds and the MCLAG pair
+    "PORTCHANNEL", "PORTCHANNEL_MEMBER", "MCLAG_DOMAIN", "MCLAG_INTERFACE", "VLAN", "VLAN_MEMBER", "VLAN_INTERFACE",
 }
 SONIC_SPEEDS = {"10000", "25000", "40000", "50000", "100000", "200000", "400000", "800000"}
 PORT_RE = re.compile(r"^Ethernet\d+$")
@@ -88,6 +90,9 @@ SHAPES = {
                                   tiers=3),
     "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
     "mixed-core": dict(gpus=32, gpus_per_node=1, nics_per_node=1, radix=8, core_switch="eth-12t-32x400", tiers=3),
+    "dual-tor": dict(gpus=256, dual_tor=True),
+    "dual-tor-rack-three-tier": dict(gpus=32, gpus_per_node=1, nics_per_node=1, radix=8, tiers=3, dual_tor=True,
+                                     placement="rack"),
 }
 
 
@@ -177,6 +182,18 @@ def check_config_db(data: dict) -> None:
         assert port_map["tc_to_pg_map"] in data["TC_TO_PRIORITY_GROUP_MAP"]
     assert set(data["CABLE_LENGTH"]["AZURE"]) <= set(data["PORT"])
     assert all(re.match(r"^\d+m$", v) for v in data["CABLE_LENGTH"]["AZURE"].values())
+    if "PORTCHANNEL" in data:  # every member a port, lossless like the routed ports; no address on it
+        members = [key.split("|") for key in data["PORTCHANNEL_MEMBER"]]
+        assert {pc for pc, _ in members} == set(data["PORTCHANNEL"])
+        for _, port in members:
+            assert port in data["PORT"] and port not in data["INTERFACE"]
+            assert data["PORT_QOS_MAP"][port]["pfc_enable"]
+            assert any(k.startswith(f"{port}|") and v["profile"].startswith("pg_lossless_")
+                       for k, v in data["BUFFER_PG"].items())
+        (domain, mclag), = data["MCLAG_DOMAIN"].items()
+        assert mclag["peer_link"] in data["PORTCHANNEL"]
+        assert {key.split("|")[1] for key in data["MCLAG_INTERFACE"]} == set(data["PORTCHANNEL"]) - {mclag["peer_link"]}
+        assert {key.split("|")[1] for key in data["VLAN_MEMBER"]} == set(data["PORTCHANNEL"])
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

@@ -988,6 +988,10 @@ def _check_dual_tor(values: dict[str, Any], nic_gbps: int | None, planes: Any, p
     if values.get("tiers") == 1:
         problems.append("dual_tor with tiers=1: the leaves of a pair reach each other's servers over spines "
                         "when a link fails; use tiers=2 or auto")
+    if values.get("routing_mode") == "unified":
+        problems.append("dual_tor with routing_mode=unified: bgpcfgd advertises a leaf's server block as a "
+                        "blackhole static route, which would hold a pair's subnet on a leaf that lost it; "
+                        "use routing_mode=split-unified")
     models = [values.get(f) for f in ("switch", *TIER_SWITCH_FIELDS.values())]
     ib = [m for m in models if m and switch_catalog()[m].technology == "infiniband"]
     if ib:

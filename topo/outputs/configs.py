@@ -27,9 +27,9 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from .. import __version__
-from ..addressing import ip_text, rdma_device, server_block_size, sonic_port_name
+from ..addressing import ip_text, member_port, pair_gateway, rdma_device, server_block_size, sonic_port_name
 from ..catalog import Platform, platform_catalog, switch_catalog
-from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
+from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M, ROLES, Fabric, is_ethernet
 from ..spec import tier_switch
 from .buffers import BufferLayout, PortLoad, switch_layout
 from .qos import BROADCOM_ASICS, QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
@@ -41,6 +41,16 @@ CONFIG_OUTPUTS = (
     ("switches/<switch>/frr.conf", "frr/frr.conf.j2", "each Ethernet switch"),
     ("hosts/roce-qos.sh", "host/roce-qos.sh.j2", "the node type"),
 )
+
+#: Link kinds by number as the configs name them: the routed kinds, then a dual-ToR peer link.
+KIND_NAMES = (*LINK_KINDS, PEER_LINK)
+assert KIND_NAMES.index(PEER_LINK) == PEER_KIND
+#: Dual-ToR: the VLAN of a pair's servers (one subnet per pair; VLANs are local to a pair), the
+#: PortChannel of its peer link, and the first of its servers' PortChannels (one per NIC slot).
+PAIR_VLAN = 1000
+PEER_PORTCHANNEL = "PortChannel9999"
+#: Most NICs one pair serves: SONiC numbers PortChannels with at most four digits.
+MAX_PAIR_NICS = 9998
 
 #: SONiC's device types for the tiers of a Clos: T0 (top of rack), T1, T2.
 SONIC_TYPES = {"leaf": "ToRRouter", "spine": "LeafRouter", "core": "SpineRouter"}
@@ -95,6 +105,16 @@ def _ends(fabric: Fabric) -> _Ends:
     numbered = ip > 0
     lo_ip = np.where(numbered, ip + 1, 0).astype(np.uint32)
     hi_ip = ip
+    if fabric.plan.homes == 2:
+        # a bonded server link is a PortChannel member (layer 2): no address on either end; the
+        # peer links join in, unnumbered
+        host = links.kind == 0
+        lo_ip, hi_ip = np.where(host, 0, lo_ip).astype(np.uint32), np.where(host, 0, hi_ip).astype(np.uint32)
+        peer = fabric.peer_links
+        links = type(links)(*(np.concatenate([getattr(links, a), getattr(peer, a)])
+                              for a in ("lo", "hi", "lo_port", "hi_port", "lane", "kind", "gbps")))
+        zero = np.zeros(len(peer), dtype=np.uint32)
+        lo_ip, hi_ip = np.concatenate([lo_ip, zero]), np.concatenate([hi_ip, zero])
     vertex = np.concatenate([links.lo, links.hi]).astype(np.int64)
     port = np.concatenate([links.lo_port, links.hi_port]).astype(np.int64)
     lane = np.concatenate([np.ones_like(links.lane), links.lane]).astype(np.int64)
@@ -131,8 +151,9 @@ class ConfigFacts:
         self.end_ip = ip_text(self.ends.ip)  # dotted quads of every link end, made once
         self.end_peer_ip = ip_text(self.ends.peer_ip)
         self.loopbacks = [""] * fabric.plan.nodes + ip_text(fabric.addressing.loopback[fabric.plan.nodes:])
-        speeds = {LINK_KINDS[0]: spec.nic_port_gbps}
-        speeds.update({kind: spec.port_gbps for kind in LINK_KINDS[1:]})
+        speeds = {LINK_KINDS[0]: spec.link_gbps}
+        speeds.update({kind: spec.port_gbps for kind in KIND_NAMES[1:]})
+        cable_m = dict(spec.cable_m, **({PEER_LINK: PEER_LINK_M} if fabric.plan.homes == 2 else {}))
         # SONiC's CABLE_LENGTH takes whole metres ("[0-9]+m"), and with a platform a length its
         # headroom table lists: round up, which keeps the headroom safe (docs/configs.md)
         self.cable_m: dict[int, dict[str, float]] = {}
@@ -141,9 +162,12 @@ class ConfigFacts:
         for t in tiers:
             p = self.platforms[t]
             self.cable_m[t] = {kind: float(p.table_cable_m(m) if p else math.ceil(m))
-                               for kind, m in spec.cable_m.items()}
+                               for kind, m in cable_m.items()}
             shared = p.shared_headroom if p else False
-            for kind in LINK_KINDS[t - 1:min(t + 1, fabric.plan.tiers)]:
+            kinds = LINK_KINDS[t - 1:min(t + 1, fabric.plan.tiers)]
+            if t == 1 and fabric.plan.homes == 2:
+                kinds += (PEER_LINK,)
+            for kind in kinds:
                 speed, cable = speeds[kind], self.cable_m[t][kind]
                 lanes = (p.lanes_per_port if p else self.lanes[t]) // (fabric.plan.breakout if kind == "node-leaf" else 1)
                 h = pfc_headroom(speed, cable, spec.mtu)  # the physical terms, for the docs' breakdown
@@ -248,11 +272,13 @@ class ConfigFacts:
         neighbors = []
         for r in rows:
             port, lane, peer = int(e.port[r]), int(e.lane[r]), int(e.peer[r])
-            kind = LINK_KINDS[int(e.kind[r])]
+            kind = KIND_NAMES[int(e.kind[r])]
             to_server = int(f.tier[peer]) == 0
             breakout = plan.breakout if (kind == "node-leaf") else 1
             name = sonic_port_name(port, lane, lanes, breakout)
-            if to_server:
+            if to_server and plan.homes == 2:
+                peer_name = f"{names[peer]}:{member_port(*divmod(int(e.peer_port[r]), 2))}"
+            elif to_server:
                 peer_name = f"{names[peer]}:{rdma_device(int(e.peer_port[r]))}"
             else:
                 peer_lanes = self.lanes[int(f.tier[peer])]
@@ -267,7 +293,7 @@ class ConfigFacts:
                 "alias": self.port_alias(port, lane, breakout, tier),
                 "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout, tier)),
                 "index": self.port_index(port, tier),
-                "speed_mbps": (spec.nic_port_gbps if kind == "node-leaf" else spec.port_gbps) * 1000,
+                "speed_mbps": (spec.link_gbps if kind == "node-leaf" else spec.port_gbps) * 1000,
                 "kind": kind,
                 "direction": "up" if e.upward[r] else "down",
                 "peer": names[peer],
@@ -280,7 +306,7 @@ class ConfigFacts:
                 "admin_status": "up",
             }
             used.setdefault(port, []).append(entry)
-            if not to_server:
+            if not to_server and kind != PEER_LINK:
                 neighbors.append({
                     "address": peer_ip,
                     "local_address": ip,
@@ -321,6 +347,7 @@ class ConfigFacts:
                           else {}),
             "pod": int(f.pod[v]),
             "server_block": self.server_block(v) if role == "leaf" else None,
+            "mclag": self.mclag(v, ports) if role == "leaf" and plan.homes == 2 else None,
             # SONiC scales the watchdog by the switch's whole PORT table: these ports, and once the
             # file is merged, the SKU's extra (SFP) ports too
             "pfc_wd": pfc_watchdog(len(ports) + (platform.extra_ports if platform else 0)),
@@ -337,7 +364,8 @@ class ConfigFacts:
 
     def _profiles_of(self, tier: int) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
-        for kind in LINK_KINDS[: self.fabric.plan.tiers]:
+        kinds = LINK_KINDS[: self.fabric.plan.tiers] + ((PEER_LINK,) if self.fabric.plan.homes == 2 else ())
+        for kind in kinds:
             own = self.buffer_profiles.get((tier, kind))
             b = own or next(v for (t, k), v in sorted(self.buffer_profiles.items()) if k == kind)
             if b["name"] not in out or own is not None:
@@ -371,11 +399,46 @@ class ConfigFacts:
         return platform.port_index(port) if platform is not None else port
 
     def server_block(self, v: int) -> str:
-        """The leaf's block of server /31s (docs/configs.md), which it advertises as one route."""
+        """The leaf's block of server /31s (docs/configs.md), which it advertises as one route; with
+        dual-ToR, its pair's server subnet (both leaves advertise it)."""
         f = self.fabric
         size = server_block_size(f.plan)
-        base = ipaddress.IPv4Network(f.spec.host_pool).network_address + (v - f.first(1)) * size
+        block = (v - f.first(1)) // f.plan.homes
+        base = ipaddress.IPv4Network(f.spec.host_pool).network_address + block * size
         return f"{base}/{33 - size.bit_length()}"
+
+    def mclag(self, v: int, ports: list[dict[str, Any]]) -> dict[str, Any]:
+        """A dual-ToR leaf's MCLAG facts: the domain with its peer (the pair's other leaf), the
+        peer link's PortChannel, one PortChannel per NIC it serves (the same name, port and lane
+        on both leaves of the pair: the bond's member link), and the pair's VLAN and gateway."""
+        f = self.fabric
+        local = v - f.first(1)
+        pair, side = divmod(local, 2)
+        other = v + 1 - 2 * side
+        block = ipaddress.IPv4Network(self.server_block(v))
+        servers, peer_ports = [], []
+        for p in ports:
+            if p["kind"] == "node-leaf":
+                slot = (p["port"] - 1) * p["breakout"] + p["lane"] - 1
+                servers.append({"name": f"PortChannel{slot + 1:04d}", "member": p["name"],
+                                "description": p["description"]})
+            elif p["kind"] == PEER_LINK:
+                peer_ports.append(p["name"])
+        # one LACP system ID for the pair (a locally administered MAC from the pair's number): the
+        # host's bond sees both leaves as one partner
+        mac = "02:00:{:02x}:{:02x}:{:02x}:{:02x}".format(*((pair + 1).to_bytes(4, "big")))
+        return {
+            "domain_id": pair % 4095 + 1,
+            "source_ip": self.loopbacks[v],
+            "peer_ip": self.loopbacks[other],
+            "peer": f.names[other],
+            "peer_link": PEER_PORTCHANNEL,
+            "peer_link_members": peer_ports,
+            "portchannels": servers,
+            "system_mac": mac,
+            "vlan": PAIR_VLAN,
+            "gateway": f"{ip_text(np.array([pair_gateway(int(block.network_address))]))[0]}/{block.prefixlen}",
+        }
 
 
 def _queue_role(q: QosProfile, queue: int) -> dict[str, Any]:
