@@ -395,6 +395,13 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def dual_tor_line(d: dict) -> str:
+    """The console's line on a dual-ToR fabric's leaf pairs."""
+    return (f"dual-ToR: {_plural(d['pairs'], 'leaf pair')} (MCLAG), each NIC bonded over 2 x {d['link_gbps']}G links, one "
+            f"to each leaf of its pair; a peer link of {d['peer_link_ports']} x {d['peer_link_gbps'] // d['peer_link_ports']}G "
+            f"per pair, out of the leaves' uplinks ({d['leaf_uplinks']} left)")
+
+
 def summary_table(summary: Summary) -> str:
     s = summary
     kind = ("rail-only" if s.tiers == 1 else "rail-optimized") if s.placement == "rail" else "rack (ToR)"
@@ -412,6 +419,7 @@ def summary_table(summary: Summary) -> str:
         *([f"parallel links: {s.leaf_spine_parallel} per leaf-spine pair"
            + (f", {s.spine_core_parallel} per spine-core pair" if s.tiers == 3 else "")] if s.tiers > 1 else []),
         *([growth_line(s.growth)] if s.growth else []),
+        *([dual_tor_line(s.dual_tor)] if s.dual_tor else []),
         "",
     ]
     rows = [

@@ -755,7 +755,9 @@ class WhatIf:
     (max-flow) and the busbw at the largest message size the intact value and the least, median and
     greatest value over the parts, with their change in per cent; ``nodes_left_out``, the most
     nodes one part's loss leaves without a live NIC (the restarted job runs without them, so its
-    busbw is a smaller job's). The busbw rests on ECMP hashing,
+    busbw is a smaller job's); ``stops_job``, whether losing some part of the kind cuts a NIC of
+    the job off (NCCL stops the job; its busbw is then the restarted job's), which a dual-ToR NIC,
+    bonded over two leaves, never is by one lost link or leaf. The busbw rests on ECMP hashing,
     so which part is lost matters; the spread is what a review reads.
     """
 
@@ -866,7 +868,7 @@ def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
         parts = _parts(fabric, what, samples)
         if not parts:
             continue
-        bis, bus, lost = [], [], []
+        bis, bus, lost, stops = [], [], [], []
         for name in parts:
             faults = apply_faults(fabric, [name])
             bis.append(bisection(fabric, faults, random_splits=options.random_splits, seed=options.seed).maxflow_gbps)
@@ -881,6 +883,7 @@ def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
             bus.append(0.0 if result is None else result.rows[-1]["busbw_GBps"])
             stopped = result.details.get("stopped") if result is not None else None
             lost.append(whole.nodes if result is None else len(stopped["nodes_without_nic"]) if stopped else 0)
+            stops.append(result is None or stopped is not None)
             done += 1
             if progress is not None:
                 progress(done)
@@ -888,7 +891,7 @@ def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
                      "bisection_gbps": _spread(bis, float(intact_bis)),
                      "busbw_GBps": _spread(bus, float(intact_bus)),
                      "worst_part": parts[int(np.argmin(bus))],
-                     "nodes_left_out": max(lost)})
+                     "nodes_left_out": max(lost), "stops_job": any(stops)})
     return WhatIf(size_bytes=big[0], samples=samples, hash_samples=hash_samples, algorithm=quick.algo,
                   intact={"bisection_gbps": float(intact_bis), "busbw_GBps": float(intact_bus)},
                   rows=tuple(rows))

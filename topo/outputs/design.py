@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import yaml
 
 from .. import __version__
-from ..fabric import LINK_KINDS, Fabric
+from ..fabric import LINK_KINDS, PEER_LINK, Fabric
 from ..servers import server_profiles
 from ..inputs import read_text
 from ..spec import HOSTNAMES_CSV, PRICES_YAML, FabricSpec
@@ -46,6 +46,8 @@ def design_json(fabric: Fabric, spec: dict[str, Any] | None = None, version: str
     One device or link per line, so the file diffs well and stays fast to write at 100,000+ GPUs.
     ``a`` is a link's lower-tier end; ``a_port`` is a NIC index (from 0) on a server and a port
     number (from 1) on a switch; ``lane`` is the breakout lane of the leaf port on node-leaf links.
+    With dual-ToR a server's ``a_port`` is its link ``2 * nic + member``, and the peer links
+    (``peer-link``, leaf a to leaf b of a pair) close the list.
     ``version`` is the topo version the file names (another one's, to compare with its file).
     """
     links = fabric.links
@@ -72,6 +74,12 @@ def design_json(fabric: Fabric, spec: dict[str, Any] | None = None, version: str
         f'"b": "{names[b]}", "b_port": {bp}' + (f', "lane": {ln}}}' if k == 0 else "}")
         for k, g, a, ap, b, bp, ln in rows
     ]
+    peer = fabric.peer_links
+    if peer is not None:  # dual-ToR: each pair's peer link, leaf a to leaf b on the same ports
+        link_lines += [f'    {{"kind": "{PEER_LINK}", "gbps": {g}, "a": "{names[a]}", "a_port": {ap}, '
+                       f'"b": "{names[b]}", "b_port": {bp}}}'
+                       for g, a, ap, b, bp in zip(peer.gbps.tolist(), peer.lo.tolist(), peer.lo_port.tolist(),
+                                                  peer.hi.tolist(), peer.hi_port.tolist())]
     lines.append(",\n".join(link_lines))
     lines.append("  ]")
     lines.append("}")

@@ -266,6 +266,7 @@ def placement_facts(fabric: Fabric) -> dict[str, Any]:
         "pods": pods,
         "pod_level": plan.tiers == 3 and bool(pods),
         "planes": plan.planes,
+        "dual_tor": plan.homes == 2,
         "top": top,
         "tree": _tree(units, pods, top, rail),
         "block_sizes": block_sizes(sizes),
@@ -293,7 +294,9 @@ def _units(fabric: Fabric, order: np.ndarray) -> tuple[list[dict[str, Any]], np.
         leaves = [names[leaf0 + i] for i in np.flatnonzero(leaf_su == s).tolist()]
         hosts = [names[i] for i in members.tolist()]
         # rack: the real ToR leaf; with planes a rack has one in each plane, which one entry stands for
-        name = f"{spec.name}-su{s:0{ws}d}" if rail else leaves[0] if plan.planes == 1 else f"{spec.name}-rack{s:0{ws}d}"
+        # (and with dual-ToR the rack's pair of leaves)
+        whole = plan.planes == 1 and plan.homes == 1  # one real leaf a rack
+        name = f"{spec.name}-su{s:0{ws}d}" if rail else leaves[0] if whole else f"{spec.name}-rack{s:0{ws}d}"
         leaf_list = compress_hostlist(leaves)
         units.append({
             "index": s,
@@ -304,7 +307,7 @@ def _units(fabric: Fabric, order: np.ndarray) -> tuple[list[dict[str, Any]], np.
             "leaves": leaf_list,
             "leaf_count": len(leaves),
             "about": (f"{name}: {_count(len(hosts), 'node')} on rail leaves {leaf_list}" if rail
-                      else f"leaf {name}: {_count(len(hosts), 'node')}" if plan.planes == 1
+                      else f"leaf {name}: {_count(len(hosts), 'node')}" if whole
                       else f"{name}: {_count(len(hosts), 'node')} on leaves {leaf_list}"),
         })
     return units, starts, ends

@@ -243,6 +243,10 @@ def _tier_section(r: Review) -> dict[str, Any]:
                                   for t in s["per_tier"].values())),
         f"{s['scalable_units']:,} {unit}{'s' if s['scalable_units'] != 1 else ''} of {s['su_nodes']} nodes"
         + (f", {s['pods']} pods" + (" a plane" if s.get("planes", 1) > 1 else "") if s["tiers"] == 3 else ""),
+        *([f"dual-ToR: {s['dual_tor']['pairs']:,} leaf pair{'s' if s['dual_tor']['pairs'] != 1 else ''} (MCLAG), each NIC "
+            f"bonded over 2 x {s['dual_tor']['link_gbps']}G links, one to each leaf of its pair; a peer link of "
+            f"{s['dual_tor']['peer_link_ports']} x {s['dual_tor']['peer_link_gbps'] // s['dual_tor']['peer_link_ports']}G "
+            f"per pair, out of the leaves' uplinks ({s['dual_tor']['leaf_uplinks']} left)"] if s.get("dual_tor") else []),
         (f"parallel links: {s['parallel_links']['leaf-spine']} per leaf-spine pair"
          + (f", {s['parallel_links']['spine-core']} per spine-core pair" if s["tiers"] == 3 else "")) if s["tiers"] > 1
         else "one tier: no spines" + (", one switch per rail (rail-only: traffic between rails crosses NVLink "
@@ -460,19 +464,22 @@ def _what_if_section(r: Review) -> dict[str, Any]:
     for row in w.rows:
         bis, bus = row["bisection_gbps"], row["busbw_GBps"]
         rows.append([row["lost"], len(row["parts"]), _pct_range(bis), _pct(bus["median_change_pct"]),
-                     _pct_range(bus), _n(row["nodes_left_out"]), row["worst_part"]])
+                     _pct_range(bus), "yes" if row.get("stops_job") else "no", _n(row["nodes_left_out"]),
+                     row["worst_part"]])
     return {"id": "what-if", "title": "What if a part fails", "blocks": [
         _text(f"Each row fails one part at a time, for {w.samples} parts of the kind spread over the fabric "
               f"({w.algorithm}, median of {w.hash_samples} hash samples each), and "
               f"gives the change against the intact fabric ({w.intact['bisection_gbps']:,.0f} Gb/s bisection, "
               f"{w.intact['busbw_GBps']:,.1f} GB/s busbw at {format_size(w.size_bytes)}). Which part fails "
               f"matters where ECMP hashing and rank placement decide the load, so the busbw is a distribution; "
-              f"`topo analyze --fail PART` shows any one in full. A lost NIC link stops the running job: "
-              f"its figure is for the job restarted on the remaining NICs. Where a loss leaves nodes with no "
+              f"`topo analyze --fail PART` shows any one in full. A lost NIC link stops the running job "
+              f"(\"stops the job\"): its figure is for the job restarted on the remaining NICs; a dual-ToR NIC, "
+              f"bonded over both leaves of its pair, keeps running on the link it has left. Where a loss leaves nodes with no "
               f"live NIC (a rack's leaf), the restarted job runs without them: its busbw is that of a smaller "
               f"job, which can be higher, and the job has lost those nodes' GPUs."),
         _table(["lost", "parts tried", "bisection change", "busbw change (median)", "busbw change (range)",
-                "nodes left out", "worst part"], rows, numeric=[False, True, True, True, True, True, False]),
+                "stops the job", "nodes left out", "worst part"], rows,
+               numeric=[False, True, True, True, True, False, True, False]),
     ]}
 
 

@@ -8,6 +8,7 @@ plan's (:func:`topo.outputs.cabling.plan_cabling`), so the tier table, the cabli
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,6 +66,7 @@ class Summary:
     spine_core_parallel: int
     tier_rows: tuple[TierSummary, ...] = field(repr=False)
     growth: dict[str, Any] | None = None  #: :func:`topo.sizing.growth`, with ``grow_to``
+    dual_tor: dict[str, Any] | None = None  #: :func:`dual_tor_facts`, with ``dual_tor``
 
     @property
     def switches(self) -> dict[str, int]:
@@ -108,6 +110,7 @@ class Summary:
             "oversubscription": {row.role: row.oversubscription for row in self.tier_rows},
             "per_tier": {row.role: row.to_dict() for row in self.tier_rows},
             "growth": self.growth,
+            "dual_tor": self.dual_tor,
         }
 
 
@@ -120,7 +123,26 @@ def ports_used(fabric: Fabric) -> np.ndarray:
     n = len(fabric.names)
     lo = np.bincount(links.lo, minlength=n)
     hi = np.bincount(links.hi[links.lane == 1], minlength=n)
+    if fabric.peer_links is not None:  # a dual-ToR peer link takes a port of both leaves
+        hi += np.bincount(fabric.peer_links.lo, minlength=n) + np.bincount(fabric.peer_links.hi, minlength=n)
     return lo + hi
+
+
+def dual_tor_facts(fabric: Fabric) -> dict[str, Any] | None:
+    """A dual-ToR fabric's pairs: how many, the links of a NIC's bond, the peer links (None
+    without dual-ToR).
+
+    >>> from topo import build_fabric, load_spec
+    >>> dual_tor_facts(build_fabric(load_spec({"gpus": 1024, "dual_tor": True})))["pairs"]
+    16
+    """
+    plan, spec = fabric.plan, fabric.spec
+    if plan.homes != 2:
+        return None
+    return {"pairs": plan.pairs, "link_gbps": spec.link_gbps, "links_per_nic": 2,
+            "peer_link_ports": plan.peer_ports, "peer_links": len(fabric.peer_links),
+            "peer_link_gbps": plan.peer_ports * spec.port_gbps,
+            "leaf_uplinks": plan.leaf_up_ports}
 
 
 def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
@@ -148,6 +170,8 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         count = int(mask.sum())
         tier_used = used[mask]
         ratio = ratios[tier - 1]
+        if tier == 1 and plan.homes == 2:  # the peer link takes uplink ports: the ratio that is built
+            ratio = Fraction(plan.leaf_down_ports, plan.leaf_up_ports)
         model = tier_switch(spec, tier)
         rows.append(
             TierSummary(
@@ -170,7 +194,7 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         tiers=plan.tiers, planes=plan.planes, switch_model=tier_switch(spec, 1).model, radix=spec.radix, port_gbps=spec.port_gbps,
         scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.plane_pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
-        tier_rows=tuple(rows), growth=growth(spec),
+        tier_rows=tuple(rows), growth=growth(spec), dual_tor=dual_tor_facts(fabric),
     )
 
 
