@@ -402,3 +402,75 @@ def test_a_malformed_section_of_a_media_catalogue_is_a_clean_error(section, valu
     data[section] = value
     with pytest.raises(CablingError, match=section):
         _read_catalog(data, "cat")
+
+
+#: 1,024 GPUs dual-ToR on the default 64 x 400G leaf: 128 servers of 8 NICs, each NIC two 200G
+#: links (16 a server); 16 leaf pairs (32 leaves: 32 down ports broken out to 2 x 200G, 30 up, 2
+#: peer ports 63 and 64); 15 spines.
+DUAL = {"rail": {"node_leaf": ("mmf-sr", "MPO-12/APC OM4 fibre 1:2 splitter", 20)},
+        "rack": {"node_leaf": ("dac", "DAC 400G OSFP to 2x 200G OSFP splitter", 3)}}
+
+
+@pytest.fixture(scope="module", params=sorted(DUAL))
+def dual(request):
+    fabric = _build(gpus=1024, dual_tor=True, placement=request.param)
+    return request.param, fabric, plan_cabling(fabric), _rows(fabric)
+
+
+def test_dual_tor_rows_labels_and_bom_in_closed_form(dual):
+    placement, fabric, cabling, rows = dual
+    medium, part, metres = DUAL[placement]["node_leaf"]
+    links, peers, server_links = 2048 + 960 + 32, 32, 128 * 16
+    assert len(rows) == len(cabling) == links
+    assert Counter(r["tier"] for r in rows) == {"node-leaf": server_links, "leaf-spine": 960, "peer-link": peers}
+    # node 0: member m of NIC r on port m + 1 of its bond, to the pair's a (m = 0) or b leaf, on the
+    # same port and lane of both
+    node0 = [r for r in rows if r["b_device"] == "cluster-node0000"]
+    assert sorted((int(r["b_port"]), r["b_interface"]) for r in node0) == [
+        (2 * n + m, f"mlx5_bond_{n}/p{m + 1}") for n in range(8) for m in range(2)]
+    for r in node0:
+        n, m = divmod(int(r["b_port"]), 2)
+        leaf, port, lane = ((f"cluster-leaf-su00-r{n}", 1, 1) if placement == "rail"
+                            else ("cluster-leaf-00", n // 2 + 1, n % 2 + 1))
+        assert (r["a_device"], int(r["a_port"]), int(r["a_lane"])) == (leaf + "ab"[m], port, lane)
+        assert (r["gbps"], r["length_m"], r["medium"], r["cable"]) == ("200", str(metres), medium, part)
+    # peer links: ports 63 and 64 of both leaves of each pair, 400G, 3 m, DAC, no optics
+    peer = [r for r in rows if r["tier"] == "peer-link"]
+    assert [(r["cable_id"], r["a_device"][-1], r["a_port"], r["b_device"][-1], r["b_port"]) for r in peer[:2]] == [
+        ("PL-0001", "a", "63", "b", "63"), ("PL-0002", "a", "64", "b", "64")]
+    assert {(r["a_device"][:-1] == r["b_device"][:-1], r["a_interface"], r["b_interface"]) for r in peer} == {
+        (True, "Ethernet248", "Ethernet248"), (True, "Ethernet252", "Ethernet252")}
+    assert {(r["gbps"], r["length_m"], r["medium"], r["cable"], r["a_transceiver"], r["b_transceiver"])
+            for r in peer} == {("400", "3", "dac", "DAC 400G OSFP to 400G OSFP", "", "")}
+    # every leaf port once (a down port once per lane), the peer ports at both ends
+    ends = Counter((r["a_device"], r["a_port"], r["a_lane"]) for r in rows)
+    ends.update((r["b_device"], r["b_port"], "1") for r in rows if r["tier"] == "peer-link")
+    assert set(ends.values()) == {1}
+    leaf_ports = Counter(d for d, _, _ in ends if "-leaf-" in d)
+    assert set(leaf_ports.values()) == {2 * 32 + 30 + 2}
+    # totals: one NIC-end module per optical member link; peer links are cables, not optics
+    d = cabling.to_dict()
+    per_tier = d["per_tier"]
+    assert per_tier["peer-link"] == {"tier": "peer-link", "length_m": 3.0, "links": 32, "cables": 32, "pieces": 32,
+                                     "media": {"dac": 32}, "transceivers": 0}
+    assert per_tier["node-leaf"]["cables"] == 1024 and per_tier["leaf-spine"]["cables"] == 960
+    assert d["cables"]["total"] == 1024 + 960 + 32 and d["links"] == links
+    optics = {"400G OSFP SR4": 1920 + (1024 if placement == "rail" else 0)}
+    if placement == "rail":
+        optics["400G OSFP SR4 at 200G"] = server_links
+    assert d["transceivers"]["by_type"] == optics
+    assert d["transceivers"]["server_end"] == (server_links if placement == "rail" else 0)
+    nic_w = server_links * (5 if placement == "rail" else 0.1)  # SR4 at 200G; a DAC leg's NIC end
+    assert d["power_w"]["switches"] == 47 * 1500 and d["power_w"]["server_end"] == pytest.approx(nic_w)
+    assert d["power_w"]["total"] == pytest.approx(47 * 1500 + nic_w)
+    bom = list(csv.DictReader(io.StringIO(cabling_files(fabric, cabling)["bom.csv"])))
+    assert [line for line in bom if line["tier"] == "peer-link"] == [
+        {"category": "cable", "item": "DAC 400G OSFP to 400G OSFP", "tier": "peer-link", "end": "", "length_m": "3",
+         "quantity": "32", "unit_power_w": "0.2", "power_w": "0"}]
+    if placement == "rail":
+        assert cabling_line(cabling) == (
+            "cabling: 2,016 cables for 3,040 links (32 dac, 3,008 mmf-sr); 4,992 transceivers; network power "
+            "80,740 W (switches 70,500 W (as eth-25t-64x400) with 23,558 W of their optics; NIC optics 10,240 W)")
+    # the shape-independent checks hold too
+    test_totals_equal_the_rows((fabric, cabling, rows))
+    test_copper_has_no_transceivers_and_optics_two_ends((fabric, cabling, rows))

@@ -16,6 +16,11 @@ Terms (documented in ``docs/cabling.md``):
   legs, one per NIC) or an optical run between two transceivers (one or more fibres, or a fibre
   splitter to several NIC transceivers).
 - *row*: one link of the fabric, the unit of ``cabling.csv``; the rows of one cable share its id.
+
+Dual-ToR (``spec.dual_tor``): a server link is one member of a NIC's bond, cabled from the NIC's
+port ``member_port(r, m)`` (a dual-port NIC, two cages of ``spec.link_gbps``) to its leaf; the peer
+links of each leaf pair (``fabric.peer_links``) are rows of their own kind, ``peer-link``, of the
+fixed run length :data:`PEER_LINK_M` (the two leaves of a pair stand side by side in one rack).
 """
 
 from __future__ import annotations
@@ -28,9 +33,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..addressing import rdma_device, sonic_port_name
+from ..addressing import member_port, rdma_device, sonic_port_name
 from ..catalog import power_class, switch_catalog
-from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
+from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, ROLES, Fabric, is_ethernet
 from ..spec import tier_switch
 from .media import (COPPER, OPTICAL, Cage, CablingError, MediaCatalog, Medium, MediumAtSpeed, media_catalog,
                     speed_text)
@@ -48,8 +53,18 @@ CABLING_COLUMNS = (
 BOM_COLUMNS = ("category", "item", "tier", "end", "length_m", "quantity", "unit_power_w", "power_w")
 #: Columns bom.csv adds with a price list (``prices`` in the spec).
 PRICE_COLUMNS = ("unit_price", "price")
-#: Cable id prefix per link kind.
-CABLE_PREFIX = ("NL", "LS", "SC")
+#: Kinds of cabling.csv rows by number: the fabric's link kinds, then the dual-ToR peer link
+#: (``topo.fabric.PEER_KIND``).
+ROW_KINDS = LINK_KINDS + (PEER_LINK,)
+assert ROW_KINDS.index(PEER_LINK) == PEER_KIND
+#: Cable id prefix per row kind.
+CABLE_PREFIX = ("NL", "LS", "SC", "PL")
+#: Tier of the switch at each row kind's ``a`` end and of the vertex at its ``b`` end (0: a server).
+A_TIER = (1, 1, 2, 1)
+B_TIER = (0, 2, 3, 1)
+#: Run length of a dual-ToR peer link, in metres: the two leaves of a pair stand side by side in
+#: one rack, so the run is short whatever the fabric's other lengths (docs/cabling.md).
+PEER_LINK_M = 3.0
 
 
 # --- the plan ----------------------------------------------------------------------------------------
@@ -92,19 +107,22 @@ class TierCabling:
 class Cabling:
     """Every cable of a fabric and the totals: the result of :func:`plan_cabling`.
 
-    The row arrays have one entry per ``cabling.csv`` row (one per link), in row order: by tier,
-    then the sorting switch (``a``: the leaf for node-leaf and leaf-spine, the spine for
-    spine-core), then its port, then the breakout lane.
+    The row arrays have one entry per ``cabling.csv`` row (one per link), in row order: by tier
+    (``kind``, an index into :data:`ROW_KINDS`), then the sorting switch (``a``: the leaf for
+    node-leaf and leaf-spine, the spine for spine-core, the pair's ``a`` leaf for a dual-ToR peer
+    link), then its port, then the breakout lane.
 
     Attributes
     ----------
     order : ndarray of int64
-        Link index (into ``fabric.links``) of each row.
+        Link index of each row: into ``fabric.links``, or, from ``len(fabric.links)`` on, into
+        ``fabric.peer_links`` (plus ``len(fabric.links)``).
     a, b : ndarray of int32
         Vertex of each row's two ends (``a`` is the sorting switch; ``b`` a server or switch).
     a_port, a_lane, b_port : ndarray
         Switch port (from 1) and breakout lane (from 1) at ``a``; port (switch, from 1) or NIC
-        index (server, from 0) at ``b``.
+        index (server, from 0; with dual-ToR the server's link ``r * 2 + m``, member ``m`` of NIC
+        ``r``) at ``b``.
     a_cage, b_cage : ndarray of int32
         Cage (from 1) holding the port; ``b_cage`` is -1 at a server.
     cable : ndarray of int64
@@ -167,14 +185,15 @@ class Cabling:
         return int(self.cable[-1]) + 1 if len(self) else 0
 
     def cable_ids(self) -> list[str]:
-        """Label of every cable, by cable number: ``NL-0001``, ``LS-0001``, ``SC-0001`` ..., numbered
-        from 1 per tier in row order, zero-padded to the width of the tier's count (at least 4)."""
+        """Label of every cable, by cable number: ``NL-0001``, ``LS-0001``, ``SC-0001`` (and
+        ``PL-0001`` for dual-ToR peer links) ..., numbered from 1 per tier in row order, zero-padded
+        to the width of the tier's count (at least 4)."""
         first = _starts(self.cable)
         cable_kind = self.kind[first].astype(np.int64)
-        per_kind = np.bincount(cable_kind, minlength=len(LINK_KINDS))
+        per_kind = np.bincount(cable_kind, minlength=len(ROW_KINDS))
         kind_first = np.concatenate([[0], np.cumsum(per_kind)[:-1]])
         number = (np.arange(first.size) - kind_first[cable_kind] + 1).tolist()
-        prefix = [f"{CABLE_PREFIX[k]}-" for k in range(len(LINK_KINDS))]
+        prefix = [f"{CABLE_PREFIX[k]}-" for k in range(len(ROW_KINDS))]
         widths = [max(4, len(str(c))) for c in per_kind.tolist()]
         return [f"{prefix[k]}{num:0{widths[k]}d}" for k, num in zip(cable_kind.tolist(), number)]
 
@@ -298,7 +317,7 @@ class _Ends:
     classes: tuple[_CageClass, ...]
     tier_class: np.ndarray  #: cage class of each tier (index 0 unused: servers)
     breakout: int  #: NIC links per leaf port
-    nic_gbps: int
+    nic_gbps: int  #: speed of a NIC end: one server link (``spec.link_gbps``)
     nic_form_factor: str
     at_nic: Mapping[str, MediumAtSpeed]  #: media for a module in a NIC
 
@@ -352,9 +371,11 @@ def _ends(fabric: Fabric, catalog: MediaCatalog) -> _Ends:
                                                         f"{cage.ports_per_cage} x {sw.port_gbps}G ports per "
                                                         f"{cage.form_factor} cage")))
         tier_class[t] = keys[key]
+    # a NIC end is one server link: the whole NIC, or with dual-ToR one of its two ports (cages)
     return _Ends(classes=tuple(classes), tier_class=tier_class, breakout=fabric.plan.breakout,
-                 nic_gbps=spec.nic_port_gbps, nic_form_factor=catalog.nic.form_factor,
-                 at_nic=_lookup(catalog, spec.nic_port_gbps, lane_gbps, "server NICs"))
+                 nic_gbps=spec.link_gbps, nic_form_factor=catalog.nic.form_factor,
+                 at_nic=_lookup(catalog, spec.link_gbps, lane_gbps,
+                                "server NIC ports" if spec.dual_tor else "server NICs"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,25 +403,32 @@ class _Rows:
         return int(self.kind.shape[0])
 
 
+def _link_columns(fabric: Fabric) -> tuple[np.ndarray, ...]:
+    """(kind, lo, hi, lo_port, hi_port, lane, gbps) of every link to cable, int64: the fabric's
+    links, then the dual-ToR peer links (lo: the pair's a leaf, hi: its b leaf)."""
+    parts = [fabric.links] + ([fabric.peer_links] if fabric.peer_links is not None else [])
+    return tuple(np.concatenate([getattr(p, f).astype(np.int64) for p in parts])
+                 for f in ("kind", "lo", "hi", "lo_port", "hi_port", "lane", "gbps"))
+
+
 def _rows(fabric: Fabric, ends: _Ends) -> _Rows:
-    links = fabric.links
-    kind = links.kind.astype(np.int64)
+    kind, lo, hi, lo_port, hi_port, lane, gbps = _link_columns(fabric)
     nl = kind == 0
-    a = np.where(nl, links.hi, links.lo).astype(np.int64)
-    a_port = np.where(nl, links.hi_port, links.lo_port).astype(np.int64)
-    a_lane = np.where(nl, links.lane, 1).astype(np.int64)
-    b = np.where(nl, links.lo, links.hi).astype(np.int64)
-    b_port = np.where(nl, links.lo_port, links.hi_port).astype(np.int64)
+    a = np.where(nl, hi, lo)
+    a_port = np.where(nl, hi_port, lo_port)
+    a_lane = np.where(nl, lane, 1)
+    b = np.where(nl, lo, hi)
+    b_port = np.where(nl, lo_port, hi_port)
     order = np.lexsort((a_lane, a_port, a, kind))
     kind, a, a_port, a_lane, b, b_port = (x[order] for x in (kind, a, a_port, a_lane, b, b_port))
     nl = kind == 0
-    lengths = np.array([fabric.spec.cable_m[k] for k in LINK_KINDS])
-    # the switch at a is of tier max(kind, 1) (a leaf, or the lower end), the one at b of kind + 1
-    a_class = ends.tier_class[np.maximum(kind, 1)]
-    b_class = np.where(nl, -1, ends.tier_class[np.minimum(kind + 1, 3)])
+    lengths = np.array([fabric.spec.cable_m[k] for k in LINK_KINDS] + [PEER_LINK_M])
+    # the switch at a is of tier A_TIER[kind] (a leaf, or the lower end), the vertex at b of B_TIER[kind]
+    a_class = ends.tier_class[np.asarray(A_TIER)[kind]]
+    b_class = np.where(nl, -1, ends.tier_class[np.asarray(B_TIER)[kind]])
     per_cage = np.array([c.ports_per_cage for c in ends.classes], dtype=np.int64)
     return _Rows(order=order, kind=kind, a=a, a_port=a_port, a_lane=a_lane, b=b, b_port=b_port,
-                 gbps=links.gbps[order].astype(np.int64), nl=nl, a_cage=(a_port - 1) // per_cage[a_class] + 1,
+                 gbps=gbps[order], nl=nl, a_cage=(a_port - 1) // per_cage[a_class] + 1,
                  b_cage=np.where(nl, -1, (b_port - 1) // per_cage[np.maximum(b_class, 0)] + 1),
                  a_class=a_class, b_class=b_class, lengths=lengths, length=lengths[kind])
 
@@ -483,10 +511,11 @@ def _choose_media(rows: _Rows, groups: _CageGroups, media: tuple[Medium, ...], e
             far = speed_text(ends.classes[int(max(rows.b_class[row], 0))].cage_gbps)
             where = f"a {cage} switch cage and a {nic} NIC" if k == 0 else \
                 (f"two {cage} switch cages" if far == cage else f"a {cage} and a {far} switch cage")
+            field = "the fixed peer-link run, PEER_LINK_M" if k == PEER_KIND else \
+                f"cable_{LINK_KINDS[k].replace('-', '_')}_m"
             problems.append(
-                f"{LINK_KINDS[k]}: no medium in the media catalogue reaches {rows.lengths[k]:g} m between "
-                f"{where} (cable_{LINK_KINDS[k].replace('-', '_')}_m); shorten the run or add a medium that "
-                f"reaches it")
+                f"{ROW_KINDS[k]}: no medium in the media catalogue reaches {rows.lengths[k]:g} m between "
+                f"{where} ({field}); shorten the run or add a medium that reaches it")
         raise CablingError(problems)
     return eligible.argmax(axis=0).astype(np.int8)
 
@@ -592,19 +621,20 @@ def _modules(media: tuple[Medium, ...], ends: _Ends) -> _Modules:
 
 def _switch_module_counts(rows: _Rows, groups: _CageGroups, code: np.ndarray, optical: np.ndarray, media: int,
                           classes: int) -> np.ndarray:
-    """Physical switch-end modules per (link kind, cage class, medium): one per optical switch cage
+    """Physical switch-end modules per (row kind, cage class, medium): one per optical switch cage
     (a cage group at ``a``, a cage at ``b``); a cage's rows share one medium (copper is chosen per
     cage, optics per tier). ``code`` is ``kind * media + medium`` of every row."""
     kind, medium = np.divmod(code, media)
     a_first = groups.starts[optical[groups.starts]]
     at_a = (kind * classes + rows.a_class) * media + medium
-    counts = np.bincount(at_a[a_first], minlength=3 * classes * media)
+    size = len(ROW_KINDS) * classes * media
+    counts = np.bincount(at_a[a_first], minlength=size)
     if groups.by_b.size:
         b_first = groups.by_b[groups.b_starts]
         b_first = b_first[optical[b_first]]
         at_b = (kind * classes + np.maximum(rows.b_class, 0)) * media + medium
-        counts += np.bincount(at_b[b_first], minlength=3 * classes * media)
-    return counts.reshape(3, classes, media)
+        counts += np.bincount(at_b[b_first], minlength=size)
+    return counts.reshape(len(ROW_KINDS), classes, media)
 
 
 def _mixed_cages(rows: _Rows, groups: _CageGroups, code: np.ndarray, media: int) -> int:
@@ -613,7 +643,8 @@ def _mixed_cages(rows: _Rows, groups: _CageGroups, code: np.ndarray, media: int)
     nl, span = rows.nl, groups.cage_span
     cage_of = np.concatenate([rows.a * span + rows.a_cage, (rows.b * span + rows.b_cage)[~nl]])
     what = np.concatenate([code, code[~nl]])
-    pairs = _distinct(cage_of * (3 * media) + what) // (3 * media)
+    codes = len(ROW_KINDS) * media
+    pairs = _distinct(cage_of * codes + what) // codes
     return int(np.count_nonzero(pairs[1:] == pairs[:-1]))
 
 
@@ -680,7 +711,7 @@ def _cable_lines(rows: _Rows, cables: _Cables, medium: np.ndarray, copper: np.nd
         p = (k // len(stock_values)) % len(part_names)
         t = k // len(stock_values) // len(part_names)
         w, counted = float(unit_cable_w[j]), float(unit_counted_w[j])
-        lines.append(BomLine("cable", part_names[p], LINK_KINDS[t], "", float(stock_values[s]), int(quantity[j]),
+        lines.append(BomLine("cable", part_names[p], ROW_KINDS[t], "", float(stock_values[s]), int(quantity[j]),
                              round(w, 3) if w else 0.0, round(counted * int(quantity[j]), 3)))
     ends_switch = ends_server = 0.0
     copper_first = first[copper[first]]
@@ -701,21 +732,21 @@ def _transceiver_lines(rows: _Rows, medium: np.ndarray, optical: np.ndarray, swi
     lines = []
     switch_w = server_w = 0.0
     nic_counts = np.bincount(medium[optical & rows.nl], minlength=len(media))
-    for t in range(len(LINK_KINDS)):
+    for t in range(len(ROW_KINDS)):
         for c_i, cls in enumerate(ends.classes):
             for m_i, m in enumerate(media):
                 c = int(switch_modules[t, c_i, m_i])
                 if c:
                     w = cls.at_switch[m.key].power_w
                     switch_w += w * c
-                    lines.append(BomLine("transceiver", modules.names[modules.switch[c_i, m_i]], LINK_KINDS[t],
+                    lines.append(BomLine("transceiver", modules.names[modules.switch[c_i, m_i]], ROW_KINDS[t],
                                          "switch", None, c, w, 0.0 if in_switch_power else round(w * c, 3)))
         for m_i, m in enumerate(media):
             c = int(nic_counts[m_i]) if t == 0 else 0
             if c:
                 w = ends.at_nic[m.key].power_w
                 server_w += w * c
-                lines.append(BomLine("transceiver", modules.names[modules.nic[m_i]], LINK_KINDS[t], "server",
+                lines.append(BomLine("transceiver", modules.names[modules.nic[m_i]], ROW_KINDS[t], "server",
                                      None, c, w, round(w * c, 3)))
     return lines, switch_w, server_w
 
@@ -723,15 +754,16 @@ def _transceiver_lines(rows: _Rows, medium: np.ndarray, optical: np.ndarray, swi
 def _tier_totals(fabric: Fabric, rows: _Rows, cables: _Cables, medium: np.ndarray, media: tuple[Medium, ...],
                  bom: list[BomLine]) -> tuple[TierCabling, ...]:
     cable_kind = rows.kind[cables.first]
-    link_counts = np.bincount(rows.kind, minlength=len(LINK_KINDS))
+    link_counts = np.bincount(rows.kind, minlength=len(ROW_KINDS))
     tiers = []
-    for t in range(fabric.plan.tiers):
+    # the fabric's link tiers, then (dual-ToR) the peer links
+    for t in list(range(fabric.plan.tiers)) + ([PEER_KIND] if link_counts[PEER_KIND] else []):
         in_tier = rows.kind == t
         mids = np.bincount(medium[in_tier], minlength=len(media))
         cables_t = cables.first[cable_kind == t]
-        optics = sum(line.quantity for line in bom if line.category == "transceiver" and line.tier == LINK_KINDS[t])
+        optics = sum(line.quantity for line in bom if line.category == "transceiver" and line.tier == ROW_KINDS[t])
         tiers.append(TierCabling(
-            tier=LINK_KINDS[t], length_m=float(rows.lengths[t]), links=int(link_counts[t]),
+            tier=ROW_KINDS[t], length_m=float(rows.lengths[t]), links=int(link_counts[t]),
             cables=int(cables_t.size), pieces=int(cables.pieces[cables_t].sum()),
             media={media[i].key: int(c) for i, c in enumerate(mids) if c}, transceivers=int(optics)))
     return tuple(tiers)
@@ -870,13 +902,15 @@ def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
         for t in tiers:
             t_lanes, t_radix = fabric.addressing.tier_lanes(t), tier_switch(fabric.spec, t).radix
             whole_of[t] = [sonic_port_name(p, 1, t_lanes, 1) if p else "" for p in range(t_radix + 1)]
-    nics = max(1, fabric.spec.nic_ports)
-    rdma = [rdma_device(i) for i in range(nics)]
+    if fabric.spec.dual_tor:  # server link r * 2 + m: port m + 1 of NIC r's bond
+        rdma = [member_port(i // 2, i % 2) for i in range(max(2, fabric.spec.nic_links))]
+    else:
+        rdma = [rdma_device(i) for i in range(max(1, fabric.spec.nic_ports))]
     kind = cabling.kind.tolist()
     a_port, a_lane, b_port = cabling.a_port.tolist(), cabling.a_lane.tolist(), cabling.b_port.tolist()
-    if ethernet:  # the switch at a is of tier max(kind, 1), the one at b of kind + 1
-        a_iface = [split[p][ln] if k == 0 else whole_of[k][p] for k, p, ln in zip(kind, a_port, a_lane)]
-        b_iface = [rdma[p] if k == 0 else whole_of[k + 1][p] for k, p in zip(kind, b_port)]
+    if ethernet:  # the switch at a is of tier A_TIER[kind], the one at b of B_TIER[kind]
+        a_iface = [split[p][ln] if k == 0 else whole_of[A_TIER[k]][p] for k, p, ln in zip(kind, a_port, a_lane)]
+        b_iface = [rdma[p] if k == 0 else whole_of[B_TIER[k]][p] for k, p in zip(kind, b_port)]
     else:
         a_iface = [""] * len(kind)
         b_iface = [rdma[p] if k == 0 else "" for k, p in zip(kind, b_port)]
@@ -888,7 +922,7 @@ def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
     cable_text = [[_field((f"{n}x " if n > 1 else "") + p) for n in range(most)] for p in cabling.parts]
     module_text = [_field(m) for m in cabling.modules] + [""]  # index -1 -> ""
     media = [_field(m) for m in cabling.media]
-    tiers = [_field(t) for t in LINK_KINDS]
+    tiers = [_field(t) for t in ROW_KINDS]
     lines = [",".join(CABLING_COLUMNS)]
     lines += [
         f"{cid},{tiers[k]},{names[av]},{ac},{ap},{al},{ai},{names[bv]},{'' if bc < 0 else bc},{bp},{bi},"
