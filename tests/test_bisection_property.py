@@ -160,6 +160,9 @@ def test_property_tiny_fabrics_equal_brute_force(fields):
         (dict(gpus=9, gpus_per_node=1, radix=4, oversubscription=3), 800),
         # two planes of the first: each GPU's 800G NIC is a 400G port in each plane
         (dict(gpus=8, gpus_per_node=1, radix=4, nic_gbps=800, planes=2), 3200),
+        # dual-ToR: 4 nodes of 2 NICs on two rail pairs with 2 uplinks a leaf; a NIC's two 200G links
+        # are one endpoint, so splitting the rails costs a pair's four uplinks
+        (dict(gpus=8, gpus_per_node=2, radix=8, dual_tor=True), 1600),
     ],
 )
 def test_brute_force_reference_on_known_fabrics(fields, gbps):

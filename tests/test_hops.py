@@ -28,6 +28,8 @@ SMALL_SHAPES = [
     dict(gpus=48, gpus_per_node=2, radix=8, placement="rack"),  # rack, three tiers
     dict(gpus=32, gpus_per_node=4, nics_per_node=2, radix=8, placement="rack"),  # rack, two tiers
     dict(gpus=32, gpus_per_node=2, radix=8, tiers=3, nic_gbps=800, planes=2),  # two planes of three tiers
+    dict(gpus=64, gpus_per_node=4, radix=8, dual_tor=True),  # dual-ToR rail pairs
+    dict(gpus=48, gpus_per_node=2, radix=8, dual_tor=True, placement="rack"),  # dual-ToR racks, three tiers
 ]
 
 

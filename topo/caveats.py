@@ -28,6 +28,7 @@ CODES: dict[str, str] = {
     "uneven-ecmp": "switch pairs have different numbers of equal-cost paths",
     "hash-polarization": "ECMP hashing puts connections on the same uplinks",
     "rings-cross-spine": "much of the all-reduce leaves its leaf",
+    "dual-tor-queue-pairs": "a dual-ToR connection's one queue pair takes one link of its NIC's bond",
     "placeholder-server-profile": "the NCCL topology files describe a generic server",
     "assumed-node-model": "the all-reduce model assumes parts of the server",
     "nccl-xml-elements": "the NCCL topology file is near NCCL's element limit",

@@ -33,7 +33,8 @@ PORT_ATTRS = (("nic", "leaf_port"), ("leaf_port", "spine_port"), ("spine_port", 
 #: apart from ``Fabric.links``, which the analyses route over; the graph has them as ``peer-link``.
 PEER_KIND = 3
 PEER_LINK = "peer-link"
-#: Length of a peer link's cables: the two leaves of a pair stand side by side in one rack.
+#: Run length of a dual-ToR peer link, in metres: the two leaves of a pair stand side by side in
+#: one rack, so the run is short whatever the fabric's other lengths (docs/cabling.md).
 PEER_LINK_M = 3.0
 
 

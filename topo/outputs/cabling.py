@@ -35,7 +35,7 @@ import numpy as np
 
 from ..addressing import member_port, rdma_device, sonic_port_name
 from ..catalog import power_class, switch_catalog
-from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, ROLES, Fabric, is_ethernet
+from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M, ROLES, Fabric, is_ethernet
 from ..spec import tier_switch
 from .media import (COPPER, OPTICAL, Cage, CablingError, MediaCatalog, Medium, MediumAtSpeed, media_catalog,
                     speed_text)
@@ -62,9 +62,6 @@ CABLE_PREFIX = ("NL", "LS", "SC", "PL")
 #: Tier of the switch at each row kind's ``a`` end and of the vertex at its ``b`` end (0: a server).
 A_TIER = (1, 1, 2, 1)
 B_TIER = (0, 2, 3, 1)
-#: Run length of a dual-ToR peer link, in metres: the two leaves of a pair stand side by side in
-#: one rack, so the run is short whatever the fabric's other lengths (docs/cabling.md).
-PEER_LINK_M = 3.0
 
 
 # --- the plan ----------------------------------------------------------------------------------------

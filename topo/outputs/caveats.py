@@ -92,6 +92,14 @@ def _traffic(analysis: "Analysis") -> Iterable[Caveat]:
                      f"{leaving:,} of the all-reduce's {connections:,} connections ({100 * leaving / connections:.0f} %) "
                      f"leave their leaf: its busbw depends on the spines and on ECMP hashing "
                      f"(rail-optimized placement keeps same-rank traffic on one leaf)")
+    spec = analysis.fabric.spec
+    if spec.dual_tor and analysis.options.qps < 2 and not d["nvlink_only"]:
+        yield Caveat("dual-tor-queue-pairs",
+                     f"dual-ToR with {analysis.options.qps} queue pair per connection: the bond (LACP) keeps a "
+                     f"queue pair on one of its NIC's two {spec.link_gbps}G links, so a connection gets at most "
+                     f"half its NIC and the leaves' ECMP towards a pair puts some NICs' connections on one link; "
+                     f"build with --qps 2 or more (the NCCL env then sets NCCL_IB_QPS_PER_CONNECTION; "
+                     f"docs/fabric.md, Dual-ToR)")
     node = d.get("node") or {}
     assumed = node.get("assumed") if isinstance(node, dict) else None
     if assumed:

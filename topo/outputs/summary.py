@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..fabric import LINK_KINDS, ROLES, Fabric
+from ..fabric import LINK_KINDS, PEER_LINK, ROLES, Fabric
 from ..sizing import growth
 from ..spec import format_ratio, tier_switch
 
@@ -76,15 +76,18 @@ class Summary:
     @property
     def links(self) -> dict[str, int]:
         counts = [row.links_below for row in self.tier_rows]
-        return {kind: (counts[i] if i < len(counts) else 0) for i, kind in enumerate(LINK_KINDS)}
+        out = {kind: (counts[i] if i < len(counts) else 0) for i, kind in enumerate(LINK_KINDS)}
+        if self.dual_tor:  # the pairs' peer links, leaf to leaf
+            out[PEER_LINK] = self.dual_tor["peer_links"]
+        return out
 
     @property
     def cables(self) -> int:
-        return sum(row.cables_below for row in self.tier_rows)
+        return sum(row.cables_below for row in self.tier_rows) + (self.dual_tor["peer_link_cables"] if self.dual_tor else 0)
 
     @property
     def pieces(self) -> int:
-        return sum(row.pieces_below for row in self.tier_rows)
+        return sum(row.pieces_below for row in self.tier_rows) + (self.dual_tor["peer_link_pieces"] if self.dual_tor else 0)
 
     def to_dict(self) -> dict[str, Any]:
         """Machine-readable summary; the keys are a stable interface for scripts."""
@@ -128,7 +131,7 @@ def ports_used(fabric: Fabric) -> np.ndarray:
     return lo + hi
 
 
-def dual_tor_facts(fabric: Fabric) -> dict[str, Any] | None:
+def dual_tor_facts(fabric: Fabric, cabling: "Cabling | None" = None) -> dict[str, Any] | None:
     """A dual-ToR fabric's pairs: how many, the links of a NIC's bond, the peer links (None
     without dual-ToR).
 
@@ -139,10 +142,12 @@ def dual_tor_facts(fabric: Fabric) -> dict[str, Any] | None:
     plan, spec = fabric.plan, fabric.spec
     if plan.homes != 2:
         return None
+    peer = next((t for t in cabling.tiers if t.tier == PEER_LINK), None) if cabling is not None else None
     return {"pairs": plan.pairs, "link_gbps": spec.link_gbps, "links_per_nic": 2,
             "peer_link_ports": plan.peer_ports, "peer_links": len(fabric.peer_links),
             "peer_link_gbps": plan.peer_ports * spec.port_gbps,
-            "leaf_uplinks": plan.leaf_up_ports}
+            "leaf_uplinks": plan.leaf_up_ports,
+            "peer_link_cables": peer.cables if peer else 0, "peer_link_pieces": peer.pieces if peer else 0}
 
 
 def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
@@ -194,7 +199,7 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         tiers=plan.tiers, planes=plan.planes, switch_model=tier_switch(spec, 1).model, radix=spec.radix, port_gbps=spec.port_gbps,
         scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.plane_pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
-        tier_rows=tuple(rows), growth=growth(spec), dual_tor=dual_tor_facts(fabric),
+        tier_rows=tuple(rows), growth=growth(spec), dual_tor=dual_tor_facts(fabric, cabling),
     )
 
 
