@@ -301,8 +301,9 @@ ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("routing", "--routing", {"type": click.Choice(list(ROUTING_CHOICES)), "default": "auto", "show_default": True,
                               "help": "ECMP hashing, adaptive routing, or InfiniBand D-mod-K; auto: D-mod-K on "
                                       "InfiniBand switch models, ECMP on Ethernet."}),
-    ("qps", "--qps", {"type": click.INT, "default": 1, "show_default": True,
-                      "help": "Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION)."}),
+    ("qps", "--qps", {"type": click.INT, "default": None,
+                      "help": "Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION) [1; 2 with --dual-tor, "
+                              "one on each link of a NIC's bond]."}),
     ("hash_seed", "--hash-seed", {"type": click.IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
                                   "help": "First seed of the ECMP hash samples."}),
     ("hash_samples", "--hash-samples", {"type": click.INT, "default": None,

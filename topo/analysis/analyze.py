@@ -53,6 +53,11 @@ UTILISATION_BINS = 10
 ROUTING_CHOICES = ("auto", *ROUTING_MODES)
 
 
+#: Queue pairs per connection on a dual-ToR fabric when none are asked for: the least that gives each
+#: link of a NIC's bond one of a connection's queue pairs (its LAG keeps a queue pair on one link).
+DUAL_TOR_QPS = 2
+
+
 @dataclass(frozen=True)
 class AnalysisOptions:
     """What to analyse and how (defaults as documented in docs/model.md)."""
@@ -63,7 +68,7 @@ class AnalysisOptions:
     algo: str = "auto"
     proto: str = "auto"
     routing: str = "auto"
-    qps: int = 1
+    qps: int | None = None  #: None: 1, or DUAL_TOR_QPS on a dual-ToR fabric (see :meth:`for_fabric`)
     hash_seed: int = 0
     hash_samples: int | None = None
     hash_field: str = "sport"
@@ -80,6 +85,12 @@ class AnalysisOptions:
     fail_random: float = 0.0
     random_splits: int = 4
 
+    def for_fabric(self, fabric: Fabric) -> "AnalysisOptions":
+        """These options with ``qps`` chosen when not given: NCCL's 1, or DUAL_TOR_QPS with dual-ToR."""
+        if self.qps is not None:
+            return self
+        return replace(self, qps=DUAL_TOR_QPS if fabric.spec.dual_tor else 1)
+
     def check(self) -> None:
         """Raise AnalysisError naming every option that is out of range."""
         problems = []
@@ -89,7 +100,7 @@ class AnalysisOptions:
                                      ("hash-field", self.hash_field, HASH_FIELDS)):
             if value not in allowed:
                 problems.append(f"--{name} {value}: expected one of {', '.join(allowed)}")
-        if not 1 <= self.qps <= 256:
+        if self.qps is not None and not 1 <= self.qps <= 256:
             problems.append(f"--qps {self.qps}: must be from 1 to 256 queue pairs per connection")
         if self.hash_samples is not None and not 1 <= self.hash_samples <= MAX_HASH_SAMPLES:
             problems.append(f"--hash-samples {self.hash_samples}: must be from 1 to {MAX_HASH_SAMPLES}")
@@ -278,6 +289,7 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     rates, for callers that read the rows only.
     """
     spec = fabric.spec
+    options = options.for_fabric(fabric)
     node = node or node_model_of(fabric)
     order = job_nodes(fabric, options.job_gpus, options.order, options.seed)
     k = spec.nic_ports
@@ -700,7 +712,7 @@ def analyze(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
     >>> result.to_dict()["bisection"]["gbps"], result.hops.diameter_links
     (204800, 4)
     """
-    options = options or AnalysisOptions()
+    options = (options or AnalysisOptions()).for_fabric(fabric)
     options.check()
     node = node or node_model_of(fabric)
     faults = apply_faults(fabric, options.fail, options.fail_random, options.seed)
@@ -844,7 +856,7 @@ def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
     >>> [(r["scenario"], r["busbw_GBps"]["median_change_pct"]) for r in w.rows]
     [('spine', 0.0), ('leaf', -48.43), ('leaf-spine-link', 0.0), ('nic-link', -0.03)]
     """
-    options = options or AnalysisOptions()
+    options = (options or AnalysisOptions()).for_fabric(fabric)
     node = node or node_model_of(fabric)
     samples = what_if_samples(fabric) if samples is None else samples
     big = (max(options.sizes),)
@@ -907,7 +919,7 @@ def busbw_curve(fabric: Fabric, options: AnalysisOptions | None = None, node: No
                 sizes: tuple[int, ...] = CURVE_SIZES) -> list[dict[str, Any]]:
     """The intact fabric's all-reduce rows (busbw, algorithm, protocol) at every size of ``sizes``:
     the curve a report plots."""
-    options = replace(options or AnalysisOptions(), sizes=sizes, fail=(), fail_random=0.0)
+    options = replace((options or AnalysisOptions()).for_fabric(fabric), sizes=sizes, fail=(), fail_random=0.0)
     node = node or node_model_of(fabric)
     base = no_faults(fabric)
     return list(allreduce(fabric, options, base, updown(fabric, base), node, rows_only=True).rows)

@@ -98,8 +98,8 @@ def _traffic(analysis: "Analysis") -> Iterable[Caveat]:
                      f"dual-ToR with {analysis.options.qps} queue pair per connection: the bond (LACP) keeps a "
                      f"queue pair on one of its NIC's two {spec.link_gbps}G links, so a connection gets at most "
                      f"half its NIC and the leaves' ECMP towards a pair puts some NICs' connections on one link; "
-                     f"build with --qps 2 or more (the NCCL env then sets NCCL_IB_QPS_PER_CONNECTION; "
-                     f"docs/fabric.md, Dual-ToR)")
+                     f"analyse with --qps 2 or more (2, the default with dual-ToR, is what the build's NCCL env "
+                     f"sets as NCCL_IB_QPS_PER_CONNECTION; docs/fabric.md, Dual-ToR)")
     node = d.get("node") or {}
     assumed = node.get("assumed") if isinstance(node, dict) else None
     if assumed:
