@@ -90,6 +90,8 @@ SHAPES = {
     "two-planes": dict(gpus=1024, switch="eth-51t-128x400", nic_gbps=800, planes=2),
     "two-planes-rack-3tier": dict(gpus=256, placement="rack", radix=16, tiers=3, nic_gbps=800, planes=2),
     "mixed-leaf-spine": dict(gpus=4096, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
+    "dual-tor": dict(gpus=1024, dual_tor=True),
+    "dual-tor-rack-3tier": dict(gpus=256, placement="rack", radix=16, tiers=3, dual_tor=True),
 }
 
 
@@ -315,7 +317,7 @@ def test_topology_conf_is_the_expected_tree(shape):
             assert set(fields) == {"Switches"} and expand_hostlist(fields["Switches"]) == tree[name]["children"]
     placed = [h for name in leaves for h in tree[name]["nodes"]]
     assert sorted(placed) == sorted(hosts_of(fabric))  # every node under exactly one leaf entry
-    if fabric.plan.placement == "rack" and fabric.plan.planes == 1:
+    if fabric.plan.placement == "rack" and fabric.plan.planes == 1 and fabric.plan.homes == 1:
         assert leaves == {fabric.names[i] for i in range(fabric.first(1), fabric.first(2))}
     if fabric.plan.planes > 1 and fabric.plan.tiers == 3:  # pod p stands for pod p of every plane
         assert [n for n in conf if "-pod" in n] == [f"cluster-pod{p:02d}" for p in range(fabric.plan.plane_pods)]
@@ -324,6 +326,11 @@ def test_topology_conf_is_the_expected_tree(shape):
 def test_a_rack_of_a_multi_plane_fabric_stands_for_its_leaf_in_every_plane():
     conf = placement_files(fabric_of("two-planes-rack-3tier"))["placement/topology.conf"]
     assert "# cluster-rack00: leaves cluster-pl0-leaf-00,cluster-pl1-leaf-00\nSwitchName=cluster-rack00 Nodes=cluster-node0000" in conf
+
+
+def test_a_rack_of_a_dual_tor_fabric_stands_for_its_pair():
+    conf = placement_files(fabric_of("dual-tor-rack-3tier"))["placement/topology.conf"]
+    assert "# cluster-rack00: leaves cluster-leaf-00a,cluster-leaf-00b\nSwitchName=cluster-rack00 Nodes=cluster-node[0000-0001]\n" in conf
 
 
 def test_three_tier_tree_has_pods_unless_an_su_spans_pods():
@@ -490,7 +497,7 @@ def parse_show_topology(text: str) -> dict[str, dict[str, str]]:
 
 
 SLURM_SHAPES = ["rail-2tier", "rail-3tier", "rail-3tier-wide-su", "rack-2tier", "rack-3tier", "rail-only", "grown-3tier",
-                "undersubscribed", "two-planes", "two-planes-rack-3tier", "mixed-leaf-spine"]
+                "undersubscribed", "two-planes", "two-planes-rack-3tier", "mixed-leaf-spine", "dual-tor-rack-3tier"]
 
 
 @needs_slurm
