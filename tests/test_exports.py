@@ -8,6 +8,8 @@
   JavaScript regexes that plain jsonschema cannot compile); every endpoint names a defined node,
   no interface is used twice, every interface is one the switch's frr.conf configures, and every
   bind points at a file of the build.
+- dual-ToR (1,024 GPUs, rail and rack): the peer links are in every file, the server links are
+  read back as (NIC, member) pairs, and the lab cables both members of every NIC.
 
 Tests needing a missing program or the reference schema are skipped, saying which.
 """
@@ -16,20 +18,23 @@ from __future__ import annotations
 
 import collections
 import io
+import ipaddress
 import re
 import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
 import networkx as nx
+import numpy as np
 import pytest
 import yaml
 
 from topo import build_fabric, load_spec
-from topo.fabric import LINK_KINDS, PORT_ATTRS
+from topo.addressing import member_port, server_block_size, sonic_port_name
+from topo.fabric import LINK_KINDS, PEER_KIND, PEER_LINK, PORT_ATTRS
 from topo.outputs import exports
 from topo.outputs.configs import config_files
-from topo.outputs.exports import ExportError, aggregate, export_files, graphml_text
+from topo.outputs.exports import ExportError, aggregate, all_links, export_files, graphml_text
 
 from .conftest import SHARED_REFERENCE
 
@@ -65,7 +70,12 @@ SHAPES = {
     "two-planes-three-tier": dict(gpus=16, gpus_per_node=1, nics_per_node=1, nic_gbps=800, planes=2, radix=4,
                                   tiers=3),
     "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
+    # leaf pairs: two half-speed member links per NIC (one to each leaf of a pair), peer links
+    "dual-tor-rail": dict(gpus=1024, dual_tor=True),
+    "dual-tor-rack": dict(gpus=1024, dual_tor=True, placement="rack"),  # a node's members alternate a, b
 }
+#: Link kind names by kind number, the peer link's last.
+KINDS = (*LINK_KINDS, PEER_LINK)
 
 
 @pytest.fixture(scope="module", params=sorted(SHAPES))
@@ -100,18 +110,26 @@ def test_graphml_reads_back_equal(built):
     assert list(back.nodes) == list(g.nodes)
     assert dict(back.nodes(data=True)) == dict(g.nodes(data=True))
     assert back.graph["name"] == fabric.spec.name
-    assert back.number_of_edges() == g.number_of_edges() == len(fabric.links)
+    links = all_links(fabric)  # fabric.links, then the peer links of a dual-ToR fabric
+    assert back.number_of_edges() == g.number_of_edges() == len(links)
     # parallel edges: the same number of edges, with the same attributes, between every pair
     def by_pair(graph):
         return sorted((min(u, v), max(u, v), sorted(d.items())) for u, v, d in graph.edges(data=True))
     assert by_pair(back) == by_pair(g)
-    # edge ids (read back as keys) are the link numbers, the rows of design.json's links
-    names, links = fabric.names, fabric.links
+    # edge ids (read back as keys) are the link numbers, the rows of design.json's links; a
+    # dual-ToR fabric's peer links follow
+    names, homes = fabric.names, fabric.plan.homes
     for u, v, r, d in back.edges(keys=True, data=True):
         k = int(links.kind[r])
-        lo_attr, hi_attr = PORT_ATTRS[k]
-        assert {u, v} == {names[links.lo[r]], names[links.hi[r]]}
-        assert (d["kind"], d[lo_attr], d[hi_attr]) == (LINK_KINDS[k], links.lo_port[r], links.hi_port[r])
+        assert {u, v} == {names[links.lo[r]], names[links.hi[r]]} and d["kind"] == KINDS[k]
+        if k == PEER_KIND:  # the same port on both leaves of the pair
+            assert (d["leaf_port"], d["peer_port"]) == (links.lo_port[r], links.hi_port[r])
+            assert r >= len(fabric.links)
+        elif k == 0 and homes == 2:  # server link r * 2 + m: member m of NIC r's bond
+            assert (d["nic"], d["member"], d["leaf_port"]) == (*divmod(int(links.lo_port[r]), 2), links.hi_port[r])
+        else:
+            lo_attr, hi_attr = PORT_ATTRS[k]
+            assert (d[lo_attr], d[hi_attr]) == (links.lo_port[r], links.hi_port[r])
     ids = re.findall(r'<edge id="([^"]+)"', text)
     assert ids == [str(i) for i in range(len(links))]  # unique, as yEd and Gephi need
     # networkx's own writer gives the same nodes, edges and attributes
@@ -221,10 +239,10 @@ def test_full_dot_reads_back_as_the_fabric(built, tmp_path):
     vertices, edges = graphviz_read(path)
     roles = ("node", "leaf", "spine", "core")
     assert vertices == [(n, roles[int(t)], str(int(t))) for n, t in zip(fabric.names, fabric.tier)]
-    links = fabric.links
-    expected = [(fabric.names[a], fabric.names[b], LINK_KINDS[k])
+    links = all_links(fabric)
+    expected = [(fabric.names[a], fabric.names[b], KINDS[k])
                 for a, b, k in zip(links.lo.tolist(), links.hi.tolist(), links.kind.tolist())]
-    assert len(edges) == len(fabric.links)
+    assert len(edges) == len(links)
     assert collections.Counter(edges) == collections.Counter(expected)
 
 
@@ -241,15 +259,17 @@ def test_aggregate_dot_reads_back_as_the_aggregation(built, tmp_path):
 def test_aggregation_accounts_for_everything(built):
     fabric, _ = built
     agg = aggregate(fabric)
+    links = all_links(fabric)
     assert sum(g.members for g in agg.groups) == len(fabric.names)
-    assert sum(e.links for e in agg.edges) == len(fabric.links)
-    assert sum(e.bandwidth_gbps for e in agg.edges) == int(fabric.links.gbps.sum())
+    assert sum(e.links for e in agg.edges) == len(links)
+    assert sum(e.bandwidth_gbps for e in agg.edges) == int(links.gbps.sum())
     assert len({g.id for g in agg.groups}) == len(agg.groups)
     assert len({(e.a, e.b) for e in agg.edges}) == len(agg.edges)
     plan = fabric.plan
     per_tier = collections.Counter(g.tier for g in agg.groups)
     groups_below = plan.sus if plan.placement == "rail" else plan.plane_pods
-    assert per_tier[0] == groups_below and per_tier[1] == groups_below * plan.planes  # leaves: a group per plane
+    # leaves: a group per plane, and with dual-ToR per side (a, b) of the unit's pairs
+    assert per_tier[0] == groups_below and per_tier[1] == groups_below * plan.planes * plan.homes
     assert per_tier[2] == (plan.pods if plan.tiers > 1 else 0)  # one tier: no spines
     assert per_tier[3] == (plan.spines_per_pod * plan.planes if plan.tiers == 3 else 0)
 
@@ -262,6 +282,31 @@ def test_aggregate_groups_rack_leaves_by_pod():
     leaves = [g for g in agg.groups if g.tier == 1]
     assert len(leaves) == fabric.plan.pods and fabric.plan.sus > fabric.plan.pods
     assert all(g.members == fabric.plan.leaves_per_pod for g in leaves)
+
+
+def test_dual_tor_counts(tmp_path):
+    """1,024 GPUs, dual-ToR, rail: 128 nodes of 8 NICs, 2 SUs of 8 leaf pairs, 15 spines. Every file
+    has 2 x 8 x 128 server links, 32 leaves x 30 uplinks and 16 pairs x 2 peer links."""
+    fabric = build_fabric(load_spec(SHAPES["dual-tor-rail"]))
+    plan = fabric.plan
+    counts = {"node-leaf": 2 * 8 * 128, "leaf-spine": 32 * 30, PEER_LINK: 16 * 2}
+    assert counts == {"node-leaf": plan.nodes * plan.nic_rails * plan.homes,
+                      "leaf-spine": plan.leaves * plan.leaf_up_ports, PEER_LINK: plan.pairs * plan.peer_ports}
+    files = export_files(fabric, configs=False)
+    back = nx.read_graphml(io.StringIO(files["graph/fabric.graphml"]), force_multigraph=True)
+    assert collections.Counter(d["kind"] for *_, d in back.edges(data=True)) == counts
+    assert collections.Counter(re.findall(r'kind="([^"]+)", bandwidth_gbps', files["graph/fabric.dot"])) == counts
+    agg = aggregate(fabric)
+    assert [g.id for g in agg.groups] == ["nodes-su00", "nodes-su01", "leaves-su00a", "leaves-su00b",
+                                          "leaves-su01a", "leaves-su01b", "spines-p00"]
+    by_kind = collections.defaultdict(list)
+    for e in agg.edges:
+        by_kind[e.kind].append((e.a, e.b, e.links, e.bandwidth_gbps))
+    # each side gets member m of all 8 NICs of the SU's 64 nodes, at 200G; a pair's peer link is 2 x 400G
+    assert by_kind["node-leaf"] == [(f"nodes-su0{u}", f"leaves-su0{u}{s}", 512, 512 * 200) for u in (0, 1) for s in "ab"]
+    assert by_kind[PEER_LINK] == [(f"leaves-su0{u}a", f"leaves-su0{u}b", 16, 16 * 400) for u in (0, 1)]
+    assert [e[2] for e in by_kind["leaf-spine"]] == [8 * 30] * 4
+    assert 'subgraph "cluster_leaves-su01" {\n    label="SU 1: 8 leaf pairs";' in files["graph/fabric-aggregate.dot"]
 
 
 def test_full_dot_left_out_above_the_threshold(monkeypatch):
@@ -316,13 +361,20 @@ def test_containerlab_endpoints_and_binds(built):
     rel = f"containerlab/{fabric.spec.name}.clab.yml"
     topology = yaml.safe_load(files[rel])
     assert clab_problems(topology, files, rel) == []
-    switches = fabric.names[fabric.first(1):]
-    assert list(topology["topology"]["nodes"]) == list(switches)
+    dual = fabric.plan.homes == 2  # a dual-ToR lab has the servers too, and the peer links
+    first = 0 if dual else fabric.first(1)
+    assert list(topology["topology"]["nodes"]) == list(fabric.names[first:])
     links = topology["topology"].get("links", [])  # one tier: no switch-to-switch links
-    assert len(links) == int((fabric.links.kind >= 1).sum())
-    # each end is an interface the switch's frr.conf configures, facing the other end
+    server_links = int((fabric.links.kind == 0).sum()) if dual else 0
+    assert len(links) == server_links + int((all_links(fabric).kind >= 1).sum())
+    # each switch end is an interface the switch's frr.conf configures, facing the other end
+    servers = set(fabric.names[:fabric.first(1)])
     for link in links:
         (a, ia), (b, ib) = (end.split(":") for end in link["endpoints"])
+        if a in servers:  # the leaf's port faces member m of the server's NIC r: its eth{2r + m + 1}
+            port = member_port(*divmod(int(ia.removeprefix("eth")) - 1, 2))
+            assert f"interface {ib}\n description to {a}:{port}\n" in files[f"switches/{b}/frr.conf"]
+            continue
         conf_a = files[f"switches/{a}/frr.conf"]
         assert f"interface {ia}\n description to {b}:{ib}\n" in conf_a
         assert f"interface {ib}\n description to {a}:{ia}\n" in files[f"switches/{b}/frr.conf"]
@@ -330,7 +382,8 @@ def test_containerlab_endpoints_and_binds(built):
 
 @needs_schema
 @pytest.mark.parametrize("kind", ["linux", "sonic-vs"])
-@pytest.mark.parametrize("shape", ["two-tier", "three-tier", "rail-only", "two-planes", "mixed-leaf-spine"])
+@pytest.mark.parametrize("shape", ["two-tier", "three-tier", "rail-only", "two-planes", "mixed-leaf-spine",
+                                   "dual-tor-rail"])
 def test_containerlab_passes_the_schema(kind, shape, tmp_path):
     fabric = build_fabric(load_spec(SHAPES[shape]))
     files = export_files(fabric, kind=kind)
@@ -368,6 +421,47 @@ def test_containerlab_sonic_vs():
     # front-panel port 33 (the first uplink of a leaf) is eth33; spine port 1 is eth1
     first = topology["topology"]["links"][0]
     assert first == {"endpoints": ["cluster-leaf-su00-r0:eth33", "cluster-spine-00:eth1"]}
+
+
+def test_containerlab_dual_tor():
+    """Both members of every NIC cabled from the server's eth2r+1, eth2r+2 to the same leaf port of
+    the pair's a and b leaf, bonded with the NIC's address; the peer links on the leaves' last ports."""
+    fabric = build_fabric(load_spec(SHAPES["dual-tor-rail"]))
+    plan, names = fabric.plan, fabric.names
+    topology = yaml.safe_load(export_files(fabric)["containerlab/cluster.clab.yml"])["topology"]
+    assert topology["groups"]["node"] == {"kind": "linux", "image": exports.CLAB_SERVER_IMAGE}
+    ends = {}  # (server, interface) -> (leaf, interface)
+    for link in topology["links"]:
+        (a, ia), (b, ib) = (end.split(":") for end in link["endpoints"])
+        if a.startswith("cluster-node"):
+            ends[a, ia] = (b, ib)
+    assert len(ends) == plan.nodes * plan.nic_rails * 2
+    prefix = 32 - (server_block_size(plan).bit_length() - 1)
+    links = fabric.links
+    lanes = fabric.addressing.tier_lanes(1)
+    for node in (0, plan.nodes - 1):
+        server = names[node]
+        commands = topology["nodes"][server]["exec"]
+        assert len(commands) == 7 * plan.nic_rails
+        for r in range(plan.nic_rails):
+            (leaf_a, port_a), (leaf_b, port_b) = ends[server, f"eth{2 * r + 1}"], ends[server, f"eth{2 * r + 2}"]
+            assert leaf_a[:-1] == leaf_b[:-1] and (leaf_a[-1], leaf_b[-1]) == ("a", "b") and port_a == port_b
+            row = int(np.flatnonzero((links.lo == node) & (links.lo_port == 2 * r))[0])
+            assert port_a == sonic_port_name(int(links.hi_port[row]), int(links.lane[row]), lanes, plan.breakout)
+            address = ipaddress.IPv4Address(int(fabric.addressing.link_ip[row]))
+            assert commands[7 * r:7 * r + 7] == [
+                f"ip link add bond{r} type bond {exports.CLAB_BOND_OPTIONS}",
+                f"ip link set eth{2 * r + 1} down", f"ip link set eth{2 * r + 1} master bond{r}",
+                f"ip link set eth{2 * r + 2} down", f"ip link set eth{2 * r + 2} master bond{r}",
+                f"ip address add {address}/{prefix} dev bond{r}", f"ip link set bond{r} up"]
+    # the last two ports of a 64-port leaf of 4 lanes a port (400G) carry the peer link, on both leaves
+    assert topology["links"][-2:] == [
+        {"endpoints": [f"cluster-leaf-su01-r7a:Ethernet{p}", f"cluster-leaf-su01-r7b:Ethernet{p}"]} for p in (248, 252)]
+    # sonic-vs: the switches only, peer links by front-panel port
+    vs = yaml.safe_load(export_files(fabric, kind="sonic-vs")["containerlab/cluster.clab.yml"])["topology"]
+    assert list(vs["nodes"]) == list(names[fabric.first(1):]) and "node" not in vs["groups"]
+    assert len(vs["links"]) == plan.leaves * plan.leaf_up_ports + plan.pairs * plan.peer_ports
+    assert vs["links"][-1] == {"endpoints": ["cluster-leaf-su01-r7a:eth64", "cluster-leaf-su01-r7b:eth64"]}
 
 
 def test_containerlab_daemons_follow_bfd():

@@ -17,6 +17,11 @@ Every box of the level is drawn (none is elided); a label that does not fit its 
 and the box keeps a ``<title>`` (a tooltip) with its figures. Numeric work is numpy over the
 link arrays; Python loops over boxes and bundles only (a few thousand at most).
 
+Dual-ToR: the leaves row is drawn in pairs. At the ``switches`` level a pair's a and b leaves
+(``r3a``, ``r3b``) stand side by side in a dotted frame, at the other levels a unit's a leaves and
+b leaves are two boxes (as in ``graph/fabric-aggregate.dot``) framed the same way; between the two
+boxes of a frame, a short line is the bundle of their peer links.
+
 Examples
 --------
 >>> from topo import build_fabric, load_spec
@@ -33,7 +38,7 @@ from html import escape
 import numpy as np
 
 from .. import __version__
-from ..fabric import LINK_KINDS, ROLES, Fabric
+from ..fabric import LINK_KINDS, PEER_LINK, ROLES, Fabric
 
 WIDTH, HEIGHT = 1600, 900
 MARGIN_X, LEFT, TOP, BOTTOM = 40, 150, 90, 60
@@ -43,6 +48,8 @@ GROUPS_PER_ROW = 64
 RAIL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 TIER_COLOURS = ("#d9d9d9", "#9ecae1", "#fdd0a2", "#c7e9c0")
 KIND_COLOURS = ("#636363", "#3182bd", "#e6550d")
+#: Colour of a dual-ToR peer-link bundle and of the frame around a leaf pair.
+PEER_COLOUR = "#756bb1"
 
 
 @dataclass
@@ -74,6 +81,9 @@ def _boxes_and_keys(fabric: Fabric) -> tuple[str, list[list[Box]], np.ndarray]:
         if level == "groups" and plan.planes > 1 and by_su:  # an SU's leaves, one box per plane (pods are per plane already)
             leaf = tier == 1
             unit[leaf] += fabric.plane[leaf].astype(np.int64) * su_groups
+        if plan.homes == 2:  # a unit's leaves, a box per side of their pairs: 2u (a leaves), 2u + 1 (b leaves)
+            leaf = tier == 1
+            unit[leaf] = unit[leaf] * 2 + (np.flatnonzero(leaf) - fabric.first(1)) % 2
     # box keys: per tier, numbered from 0 in vertex order
     keys = np.zeros(len(tier), dtype=np.int64)
     rows: list[list[Box]] = []
@@ -93,12 +103,14 @@ def _boxes_and_keys(fabric: Fabric) -> tuple[str, list[list[Box]], np.ndarray]:
 def _box(fabric: Fabric, level: str, t: int, k: int, value: int, vertex: int, members: int) -> Box:
     spec = fabric.spec
     role = ROLES[t]
+    side = "ab"[value % 2] if (t == 1 and fabric.plan.homes == 2) else ""  # a dual-ToR leaf's side
     if level == "switches" and t >= 1:
         name = fabric.names[vertex]
         rail = int(fabric.rail[vertex])
         colour = RAIL_COLOURS[rail % len(RAIL_COLOURS)] if (t == 1 and rail >= 0 and fabric.plan.placement == "rail") \
             else TIER_COLOURS[t]
-        short = f"r{rail}" if (t == 1 and rail >= 0 and fabric.plan.placement == "rail") else name.split("-", 1)[-1]
+        short = f"r{rail}{side}" if (t == 1 and rail >= 0 and fabric.plan.placement == "rail") else \
+            name.rsplit("-", 1)[-1] if side else name.split("-", 1)[-1]  # a rack pair's leaf: "07a"
         return Box(k, t, short, f"{name} ({role}{f', rail {rail}' if t == 1 and rail >= 0 else ''})", colour)
     if t == 0:
         unit = {"switches": "SU" if fabric.plan.placement == "rail" else "pod",
@@ -115,12 +127,28 @@ def _box(fabric: Fabric, level: str, t: int, k: int, value: int, vertex: int, me
         per = {1: value - plane * plan.sus if where == "SU" else value - plane * plan.plane_pods,
                2: value - plane * plan.plane_pods, 3: value - plane * plan.spines_per_pod}[t]
         return Box(k, t, f"pl{plane} {per}", f"plane {plane}, {where} {per}: {members:,} {plural}", TIER_COLOURS[t])
+    if side:
+        unit = value // 2
+        return Box(k, t, f"{unit}{side}", f"{where} {unit}, side {side}: {members:,} {plural}", TIER_COLOURS[t])
     return Box(k, t, str(value), f"{where} {value}: {members:,} {plural}", TIER_COLOURS[t])
 
 
-def _layout(rows: list[list[Box]]) -> None:
+def _layout(rows: list[list[Box]], paired: int = -1) -> None:
+    """Place the boxes of each row evenly; the row ``paired`` (dual-ToR leaves, in a, b order) in
+    pairs: the two boxes of a pair close together, a gap between pairs."""
     usable = WIDTH - LEFT - MARGIN_X
-    for row in rows:
+    for t, row in enumerate(rows):
+        if t == paired:
+            n = max(len(row) // 2, 1)
+            pitch = usable / n
+            span = min(2 * 140.0, pitch * 0.85)  # both boxes and the gap between them
+            gap = span * 0.12
+            w = (span - gap) / 2
+            for i, box in enumerate(row):
+                pair, side = divmod(i, 2)
+                box.x = LEFT + pitch * (pair + 0.5) - span / 2 + side * (w + gap)
+                box.w = w
+            continue
         n = max(len(row), 1)
         pitch = usable / n
         w = min(140.0, pitch * 0.8)
@@ -133,7 +161,11 @@ def fabric_svg(fabric: Fabric) -> str:
     """The picture of ``fabric`` as an SVG document (see the module docstring)."""
     plan, links = fabric.plan, fabric.links
     level, rows, keys = _boxes_and_keys(fabric)
-    _layout(rows)
+    dual = plan.homes == 2 and fabric.peer_links is not None
+    _layout(rows, paired=1 if dual else -1)
+    if dual and any(b.w < 7.0 * len(b.label) for b in rows[1]):  # narrow pair boxes: their sides alone
+        for b in rows[1]:
+            b.label = b.label[-1]
     tiers = plan.tiers + 1
     box_h = 34.0
     gap = (HEIGHT - TOP - BOTTOM - box_h) / max(tiers - 1, 1)
@@ -159,7 +191,8 @@ def fabric_svg(fabric: Fabric) -> str:
            f'<title>{escape(s.name)}: {s.gpus:,} GPUs, {plan.tiers} tiers ({level})</title>\n',
            f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>\n',
            f'<text x="{MARGIN_X}" y="34" font-size="22" font-weight="bold">{escape(s.name)}: {s.gpus:,} GPUs, '
-           f'{plan.tiers}-tier {("rail-only" if plan.tiers == 1 else "rail-optimized") if plan.placement == "rail" else "rack"} fabric</text>\n',
+           f'{plan.tiers}-tier {("rail-only" if plan.tiers == 1 else "rail-optimized") if plan.placement == "rail" else "rack"} fabric'
+           f'{", dual-ToR leaf pairs" if dual else ""}</text>\n',
            f'<text x="{MARGIN_X}" y="60" font-size="14" fill="#444">'
            f'{_level_line(fabric, level, rows)}; written by topo {__version__}</text>\n']
     out.append('<g class="bundles">\n')
@@ -180,6 +213,8 @@ def fabric_svg(fabric: Fabric) -> str:
         if label_bundles and n > 1:
             out.append(f'<text x="{(x1 + x2) / 2:.1f}" y="{(y1 + y2) / 2:.1f}" font-size="11" '
                        f'text-anchor="middle" fill="#333">{n:,}</text>\n')
+    if dual:
+        out.append(_peer_bundles(fabric, rows[1], keys, y_of[1], box_h))
     out.append("</g>\n")
     for t, row in enumerate(rows):
         role = "servers" if t == 0 else {1: "leaves", 2: "spines", 3: "cores"}[t]
@@ -188,6 +223,11 @@ def fabric_svg(fabric: Fabric) -> str:
                    f'font-size="13" font-weight="bold" fill="#333">{role} ({total:,})</text>'
                    f'<text x="8" y="{y_of[t] + box_h / 2 + 12:.1f}" font-size="11" fill="#555">'
                    f'{_row_unit(fabric, level, t, len(row))}</text>\n')
+        if dual and t == 1:  # a dotted frame around the two boxes of each pair
+            for a, b in zip(row[::2], row[1::2]):
+                out.append(f'<rect class="pair" x="{a.x - 3:.1f}" y="{y_of[t] - 3:.1f}" '
+                           f'width="{b.x + b.w - a.x + 6:.1f}" height="{box_h + 6:.0f}" rx="6" fill="none" '
+                           f'stroke="{PEER_COLOUR}" stroke-width="1" stroke-dasharray="3,2"/>\n')
         for box in row:
             kind = "servers" if t == 0 else "switch" if level == "switches" else "group"
             out.append(f'<g class="box {kind}"><title>{escape(box.title)}</title>'
@@ -203,14 +243,36 @@ def fabric_svg(fabric: Fabric) -> str:
     return "".join(out)
 
 
+def _peer_bundles(fabric: Fabric, row: list[Box], keys: np.ndarray, y: float, box_h: float) -> str:
+    """Dual-ToR: one short line per pair of leaf boxes, across the gap between them: the bundle of
+    their peer links (every peer link joins a box 2u to the box 2u + 1 beside it)."""
+    peer = fabric.peer_links
+    a = keys[peer.lo]
+    n = np.bincount(a, minlength=len(row))
+    gbps = np.bincount(a, weights=peer.gbps.astype(np.float64), minlength=len(row))
+    parts = []
+    for k in np.flatnonzero(n).tolist():
+        left, right = row[k], row[k + 1]
+        parts.append(f'<line class="bundle {PEER_LINK}" x1="{left.x + left.w:.1f}" y1="{y + box_h / 2:.1f}" '
+                     f'x2="{right.x:.1f}" y2="{y + box_h / 2:.1f}" stroke="{PEER_COLOUR}" stroke-width="2.50">'
+                     f'<title>{escape(left.title)} to {escape(right.title)}: {int(n[k]):,} links, '
+                     f'{gbps[k]:,.0f} Gb/s</title></line>\n')
+    return "".join(parts)
+
+
 def _row_unit(fabric: Fabric, level: str, t: int, boxes: int) -> str:
     """What one box of a row holds, for the row's label."""
     if level == "switches" and t >= 1:
+        if t == 1 and fabric.plan.homes == 2:
+            return "in pairs" + (", by rail" if fabric.plan.placement == "rail" else ", one box each")
         return "one box each" + (", by rail" if t == 1 and fabric.plan.placement == "rail" else "")
     planes = fabric.plan.planes if t >= 1 else 1
     if planes > 1:
         boxes //= planes
     each = f" in each of {planes} planes" if planes > 1 else ""
+    if t == 1 and fabric.plan.homes == 2:  # a box per side of each unit's pairs
+        unit = "SU" if (fabric.plan.placement == "rail" and level != "pods") else "pod"
+        return f"{boxes // 2:,} {unit}{'s' if boxes != 2 else ''}, a and b sides"
     if t == 0 or (t == 1 and level != "pods"):
         unit = "SU" if (fabric.plan.placement == "rail" and level != "pods") else "pod"
         return f"{boxes:,} {unit}{'s' if boxes != 1 else ''}{each}"
@@ -224,6 +286,8 @@ def _level_line(fabric: Fabric, level: str, rows: list[list[Box]]) -> str:
     what = {"switches": "one box per switch, servers by scalable unit",
             "groups": "one box per scalable unit, spine pod and core group",
             "pods": "one box per pod and core group"}[level]
+    if fabric.plan.homes == 2 and level != "switches":
+        what += ", leaves by side of their pairs"
     return f"{what} ({counts})"
 
 
@@ -235,6 +299,10 @@ def _legend(fabric: Fabric, level: str) -> str:
         parts.append(f'<line x1="{x}" y1="{y - 4}" x2="{x + 24}" y2="{y - 4}" stroke="{KIND_COLOURS[k]}" '
                      f'stroke-width="2"/><text x="{x + 30}" y="{y}">{LINK_KINDS[k]} links</text>')
         x += 150
+    if fabric.plan.homes == 2:
+        parts.append(f'<line x1="{x}" y1="{y - 4}" x2="{x + 24}" y2="{y - 4}" stroke="{PEER_COLOUR}" '
+                     f'stroke-width="2"/><text x="{x + 30}" y="{y}">peer links (leaf pairs)</text>')
+        x += 190
     if level == "switches" and fabric.plan.placement == "rail":
         rails = min(fabric.plan.rails, len(RAIL_COLOURS))
         for r in range(rails):

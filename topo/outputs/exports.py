@@ -4,18 +4,19 @@
 writes files):
 
 - ``graph/fabric.graphml``: the networkx graph with every graph, node and edge attribute, parallel
-  edges included, edge ids = link numbers; written here in one pass (networkx's own writer builds
-  an XML tree first, is several times slower and repeats edge ids); ``networkx.read_graphml``
-  reads it back.
+  edges included, edge ids = link numbers (a dual-ToR fabric's peer links numbered after them);
+  written here in one pass (networkx's own writer builds an XML tree first, is several times slower
+  and repeats edge ids); ``networkx.read_graphml`` reads it back.
 - ``graph/fabric.dot``: every server, switch and link for Graphviz, tiers as ranks, written while the
   fabric has at most :data:`FULL_DOT_MAX_LINKS` links (Graphviz cannot lay out larger ones).
 - ``graph/fabric-aggregate.dot``: one vertex per group of servers, leaves, spines or cores (see
   :func:`aggregate`) and one edge per pair of connected groups, labelled with its link count and
   total Gb/s; a few hundred vertices even at the largest sizes.
 - ``containerlab/NAME.clab.yml`` (with ``configs``, Ethernet fabrics only): the switches as
-  containerlab nodes bound to their generated configs, cabled port for port as the configs say;
-  with the ``linux`` kind (FRR, the default) also ``containerlab/daemons`` and
-  ``containerlab/vtysh.conf``.
+  containerlab nodes bound to their generated configs, cabled port for port as the configs say
+  (with dual-ToR the peer links too, and with the ``linux`` kind the servers, each NIC's bond over
+  its two member links); with the ``linux`` kind (FRR, the default) also ``containerlab/daemons``
+  and ``containerlab/vtysh.conf``.
 
 Every file depends only on the fabric and the arguments: the same input gives the same bytes.
 The file formats are described in ``docs/exports.md``.
@@ -32,9 +33,9 @@ import networkx as nx
 import numpy as np
 
 from .. import __version__
-from ..addressing import ip_text, sonic_port_name
+from ..addressing import bond_name, ip_text, server_block_size, sonic_port_name
 from ..errors import TopoError
-from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
+from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, ROLES, Fabric, Links, is_ethernet
 from .diagram import fabric_svg
 from .templating import render_template, template_environment
 
@@ -50,6 +51,11 @@ CLAB_KINDS = {
     "linux": "quay.io/frrouting/frr:8.4.4",
     "sonic-vs": "docker-sonic-vs:latest",
 }
+#: Image of the server containers of a dual-ToR lab (``linux`` kind): containerlab's usual test
+#: client, with iproute2 for the bonds.
+CLAB_SERVER_IMAGE = "ghcr.io/srl-labs/network-multitool"
+#: Linux bond options of a dual-ToR NIC in the lab: LACP (802.3ad) towards the MCLAG pair.
+CLAB_BOND_OPTIONS = "mode 802.3ad miimon 100 xmit_hash_policy layer3+4"
 #: Linux caps interface names at 15 characters (containerlab renames a veth only when it fits).
 MAX_INTERFACE_NAME = 15
 
@@ -59,9 +65,13 @@ EXPORT_OUTPUTS = (
     ("containerlab/vtysh.conf", "exports/vtysh.conf.j2", "the containerlab lab (linux kind)"),
 )
 
+#: Link kind names by kind number: the routed kinds of ``fabric.links``, then a dual-ToR peer link
+#: (``fabric.peer_links``, kind ``PEER_KIND``).
+_KINDS = (*LINK_KINDS, PEER_LINK)
+assert _KINDS.index(PEER_LINK) == PEER_KIND
 #: Fill colours of vertices by tier, and of links by kind, in the DOT files.
 _TIER_COLOURS = ("#e8e8e8", "#c6dbef", "#9ecae1", "#6baed6")
-_KIND_COLOURS = ("#bdbdbd", "#4292c6", "#08519c")
+_KIND_COLOURS = ("#bdbdbd", "#4292c6", "#08519c", "#756bb1")
 #: Names of the aggregate groups by tier (the group ids' prefix), and one and several members.
 _GROUP_WORDS = (("nodes", "node", "nodes"), ("leaves", "leaf", "leaves"),
                 ("spines", "spine", "spines"), ("cores", "core", "cores"))
@@ -114,8 +124,8 @@ def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", imag
     """
     if kind not in CLAB_KINDS:
         raise ExportError(f"unknown containerlab kind {kind!r}; choose one of {', '.join(CLAB_KINDS)}")
-    files = {"graph/fabric.graphml": graphml_text(fabric.graph)}
-    if len(fabric.links) <= FULL_DOT_MAX_LINKS:
+    files = {"graph/fabric.graphml": graphml_text(fabric.graph, fabric_edges(fabric))}
+    if len(fabric.links) + _peer_count(fabric) <= FULL_DOT_MAX_LINKS:
         files["graph/fabric.dot"] = full_dot(fabric)
     files["graph/fabric-aggregate.dot"] = aggregate_dot(fabric)
     files["graph/fabric.svg"] = fabric_svg(fabric)
@@ -124,6 +134,49 @@ def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", imag
         if kind == "linux":
             files.update(frr_support_files(fabric, user_dirs))
     return files
+
+
+def _peer_count(fabric: Fabric) -> int:
+    return 0 if fabric.peer_links is None else len(fabric.peer_links)
+
+
+def all_links(fabric: Fabric) -> Links:
+    """``fabric.links`` followed by a dual-ToR fabric's peer links (kind ``PEER_KIND``): every
+    cable between two vertices, as the exports draw them; ``fabric.links`` itself otherwise."""
+    links, peer = fabric.links, fabric.peer_links
+    if peer is None or len(peer) == 0:
+        return links
+    return Links(*(np.concatenate([getattr(links, a), getattr(peer, a)])
+                   for a in ("lo", "hi", "lo_port", "hi_port", "lane", "kind", "gbps")))
+
+
+def fabric_edges(fabric: Fabric) -> list[tuple[str, str, dict]]:
+    """The graph's edges as (u, v, attributes) in link order: ``fabric.links`` row by row, then
+    the peer links.
+
+    ``fabric.graph.edges`` lists them by vertex adjacency, which is link order only while the links
+    of each pair of vertices are contiguous and no later edge joins an earlier vertex: not so with
+    dual-ToR (a rack server's links alternate between the pair's two leaves; a leaf's peer links
+    come after every leaf's uplinks). A link's graph key is its rank among the links of its pair of
+    vertices, in this order.
+    """
+    links = all_links(fabric)
+    names, adj = fabric.names, fabric.graph.adj
+    n = len(links)
+    key = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        pair = links.lo.astype(np.int64) * len(names) + links.hi
+        order = np.argsort(pair, kind="stable")
+        ordered = pair[order]
+        start = np.ones(n, dtype=bool)
+        start[1:] = ordered[1:] != ordered[:-1]
+        starts = np.flatnonzero(start)
+        key[order] = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    out = []
+    for a, b, k in zip(links.lo.tolist(), links.hi.tolist(), key.tolist()):
+        u, v = names[a], names[b]
+        out.append((u, v, adj[u][v][k]))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,16 +255,17 @@ def _graphml_writer(keys: dict[str, tuple[str, str]]):
     return write
 
 
-def graphml_text(graph: nx.Graph) -> str:
+def graphml_text(graph: nx.Graph, edges: list[tuple[Any, Any, dict]] | None = None) -> str:
     """A networkx graph (multigraphs too) as GraphML, one node or edge per line.
 
     Every graph, node and edge attribute is written under a key named after it (``node.tier``,
     ``edge.kind``); ints are ``long``, so 4-byte ASNs fit; attributes whose value is None are left
     out. Node ids are the node names. Edge ids number the edges 0, 1, 2, ... in the graph's edge
-    order, unique in the file as GraphML requires (yEd and Gephi drop edges whose ids repeat, as
-    networkx's own writer makes them for parallel edges). ``networkx.read_graphml`` takes those ids
-    as edge keys: read with ``force_multigraph=True`` to get a MultiGraph whether or not the file
-    has parallel edges.
+    order, or in the order of ``edges`` ((u, v, attributes) of every edge of the graph, as
+    :func:`fabric_edges` lists a fabric's in link order), unique in the file as GraphML requires
+    (yEd and Gephi drop edges whose ids repeat, as networkx's own writer makes them for parallel
+    edges). ``networkx.read_graphml`` takes those ids as edge keys: read with
+    ``force_multigraph=True`` to get a MultiGraph whether or not the file has parallel edges.
 
     Examples
     --------
@@ -226,7 +280,7 @@ def graphml_text(graph: nx.Graph) -> str:
     [('a', 'b', 0, {'kind': 'leaf-spine', 'bandwidth_gbps': 400}),
      ('a', 'b', 1, {'kind': 'leaf-spine', 'bandwidth_gbps': 400})]
     """
-    edges = list(graph.edges(data=True))
+    edges = list(graph.edges(data=True)) if edges is None else edges
     gkeys = _graphml_keys([graph.graph], "graph")
     nkeys = _graphml_keys((d for _, d in graph.nodes(data=True)), "node")
     ekeys = _graphml_keys((d for *_, d in edges), "edge")
@@ -275,9 +329,10 @@ def full_dot(fabric: Fabric) -> str:
     """Every server, switch and link as an undirected DOT graph, one tier per rank.
 
     Each vertex carries ``role`` and ``tier``; each link ``kind`` and ``bandwidth_gbps``, in link
-    row order (parallel links are separate edges). Lower tiers are drawn at the bottom.
+    row order (parallel links are separate edges), a dual-ToR fabric's peer links (``peer-link``,
+    between the two leaves of a pair, in the leaves' rank) last. Lower tiers are drawn at the bottom.
     """
-    names, links = fabric.names, fabric.links
+    names, links = fabric.names, all_links(fabric)
     tiers = fabric.plan.tiers
     q = [dot_id(n) for n in names]
     out = [
@@ -301,7 +356,7 @@ def full_dot(fabric: Fabric) -> str:
         if k != current:
             current = k
             out.append(f'  edge [color="{_KIND_COLOURS[k]}"];\n')
-        out.append(f'  {q[a]} -- {q[b]} [kind="{LINK_KINDS[k]}", bandwidth_gbps={g}];\n')
+        out.append(f'  {q[a]} -- {q[b]} [kind="{_KINDS[k]}", bandwidth_gbps={g}];\n')
     out.append("}\n")
     return "".join(out)
 
@@ -316,6 +371,7 @@ class Group:
     members: int
     pod: int  #: pod of the group, -1 for a core group
     label: str
+    side: str = ""  #: dual-ToR leaf group: "a" or "b", the side of its leaves' pairs; "" otherwise
 
 
 @dataclass(frozen=True)
@@ -353,8 +409,11 @@ def aggregate(fabric: Fabric) -> Aggregate:
 
     Servers and leaves are grouped by scalable unit in rail placement (an SU's rail leaves are one
     group, its servers another) and by pod in rack placement (where an SU is a single leaf, which
-    would give one group per leaf); spines by pod; cores by core group. Every link between two
-    groups becomes one edge with the number of links and their total bandwidth.
+    would give one group per leaf); spines by pod; cores by core group. With dual-ToR a unit's
+    leaves are two groups, the a leaves and the b leaves of its leaf pairs (side ``a`` and ``b``,
+    ids ending in ``a`` and ``b``), so that the servers' member links to either side and the peer
+    links between the sides are edges. Every link between two groups (peer links included)
+    becomes one edge with the number of links and their total bandwidth.
 
     Examples
     --------
@@ -374,6 +433,10 @@ def aggregate(fabric: Fabric) -> Aggregate:
     if planes > 1 and by_su:  # a scalable unit's leaves, one group per plane (pods and core groups are already)
         leaf = tier == 1
         number[leaf] += fabric.plane[leaf].astype(np.int64) * plan.sus
+    dual = plan.homes == 2
+    if dual:  # a unit's leaves, one group per side: leaf 2p of pair p is its a leaf, 2p + 1 its b leaf
+        leaf = tier == 1
+        number[leaf] = number[leaf] * 2 + (np.flatnonzero(leaf) - fabric.first(1)) % 2
     sizes = [int(number[tier == t].max()) + 1 if np.any(tier == t) else 0 for t in range(plan.tiers + 1)]
     offset = np.concatenate([[0], np.cumsum(sizes)])
     vertex_group = offset[tier] + number
@@ -388,12 +451,20 @@ def aggregate(fabric: Fabric) -> Aggregate:
     for t, size in enumerate(sizes):
         prefix_word, one, many = _GROUP_WORDS[t]
         prefix, where = numbering[t]
+        paired = dual and t == 1
         per_plane = size // planes if t >= 1 else size
-        w = _width(per_plane)
+        w = _width(per_plane // 2 if paired else per_plane)
         for n in range(size):
             g = int(offset[t]) + n
             count = int(members[g])
             pod = int(fabric.pod[first_member[g]]) if t <= 2 else -1
+            if paired:
+                local, s = divmod(n, 2)
+                side = "ab"[s]
+                groups.append(Group(id=f"{prefix_word}-{prefix}{local:0{w}d}{side}", tier=t, number=n,
+                                    members=count, pod=pod, side=side,
+                                    label=f"{where} {local}, side {side}: {_count(count, one, many)}"))
+                continue
             plane, local = divmod(n, per_plane) if t >= 1 and planes > 1 else (0, n)
             label = f"{where} {local}: {_count(count, one, many)}"
             ident = f"{prefix_word}-{prefix}{local:0{w}d}"
@@ -403,7 +474,7 @@ def aggregate(fabric: Fabric) -> Aggregate:
                 label += "\n" + _count(count * gpus_per_node, "GPU", "GPUs")
             groups.append(Group(id=ident, tier=t, number=n, members=count, pod=pod, label=label))
 
-    links = fabric.links
+    links = all_links(fabric)  # a pair's a leaves group before its b leaves group: a < b for a peer link
     a = vertex_group[links.lo]
     b = vertex_group[links.hi]
     pair = a * int(offset[-1]) + b
@@ -412,7 +483,7 @@ def aggregate(fabric: Fabric) -> Aggregate:
     total = np.zeros(len(unique), dtype=np.int64)
     np.add.at(total, inverse, links.gbps.astype(np.int64))
     edges = tuple(
-        GroupLink(a=groups[int(a[r])].id, b=groups[int(b[r])].id, kind=LINK_KINDS[int(links.kind[r])],
+        GroupLink(a=groups[int(a[r])].id, b=groups[int(b[r])].id, kind=_KINDS[int(links.kind[r])],
                   links=int(c), bandwidth_gbps=int(s))
         for r, c, s in zip(first.tolist(), counts.tolist(), total.tolist())
     )
@@ -423,14 +494,19 @@ def aggregate_dot(fabric: Fabric, agg: Aggregate | None = None) -> str:
     """The aggregate view (see :func:`aggregate`) as DOT: tiers as ranks, pods as boxes.
 
     Each vertex carries ``role``, ``tier`` and ``members``; each edge ``kind``, ``links`` and
-    ``bandwidth_gbps``, and a label with both numbers.
+    ``bandwidth_gbps``, and a label with both numbers. With dual-ToR the a and b leaf groups of a
+    unit stand side by side in one dotted box (a ``cluster_leaves-...`` subgraph labelled with its
+    leaf pairs), joined by their ``peer-link`` edge.
     """
     agg = agg or aggregate(fabric)
     pods = fabric.plan.pods
     name = fabric.spec.name
+    unit = "scalable unit" if agg.leaf_grouping == "su" else "pod"
+    grouping = (f"servers by {unit}, leaves by {unit} and side (a, b) of their leaf pairs"
+                if fabric.plan.homes == 2 else f"servers and leaves by {unit}")
     out = [
         f"// {name}: {fabric.spec.gpus:,} GPUs, aggregated: {len(agg.groups):,} groups "
-        f"(servers and leaves by {'scalable unit' if agg.leaf_grouping == 'su' else 'pod'}, spines by "
+        f"({grouping}, spines by "
         f"pod, cores by core group), {len(agg.edges):,} group links. Written by topo {__version__}.\n",
         f"graph {dot_id(name + '-aggregate')} {{\n",
         '  graph [rankdir=BT, newrank=true, ranksep=1.5, nodesep=0.3, fontname="Helvetica"];\n',
@@ -443,6 +519,23 @@ def aggregate_dot(fabric: Fabric, agg: Aggregate | None = None) -> str:
                 f'label={dot_label(g.label)}, '
                 f'fillcolor="{_TIER_COLOURS[g.tier]}"];\n')
 
+    where = "SU" if agg.leaf_grouping == "su" else "pod"
+
+    def vertices(groups: list[Group], indent: str) -> list[str]:
+        """The groups' vertices; a unit's a and b leaf groups (adjacent) in their pairs' box."""
+        lines: list[str] = []
+        for i, g in enumerate(groups):
+            if g.side == "a":
+                b = groups[i + 1]
+                label = f"{where} {g.number // 2}: {_count(g.members, 'leaf pair', 'leaf pairs')}"
+                lines += [f'{indent}subgraph {dot_id("cluster_" + g.id[:-1])} {{\n',
+                          f'{indent}  label={dot_label(label)}; style="dotted"; '
+                          f'color="{_KIND_COLOURS[PEER_KIND]}";\n',
+                          vertex(g, indent + "  "), vertex(b, indent + "  "), f"{indent}}}\n"]
+            elif g.side != "b":
+                lines.append(vertex(g, indent))
+        return lines
+
     if pods > 1:
         wp = _width(pods)
         by_pod: dict[int, list[Group]] = {}
@@ -452,16 +545,16 @@ def aggregate_dot(fabric: Fabric, agg: Aggregate | None = None) -> str:
         for pod in sorted(by_pod):
             out.append(f'  subgraph {dot_id(f"cluster_pod{pod:0{wp}d}")} {{\n'
                        f'    label="pod {pod}"; style=dashed; color="#969696";\n')
-            out.extend(vertex(g, "    ") for g in by_pod[pod])
+            out.extend(vertices(by_pod[pod], "    "))
             out.append("  }\n")
         out.extend(vertex(g, "  ") for g in agg.groups if g.tier == 3)
     else:
-        out.extend(vertex(g, "  ") for g in agg.groups)
+        out.extend(vertices(list(agg.groups), "  "))
     for t in range(fabric.plan.tiers + 1):
         ids = " ".join(f"{dot_id(g.id)};" for g in agg.groups if g.tier == t)
         out.append(f'  subgraph {dot_id(f"tier{t}")} {{ rank=same; {ids} }}\n')
     for e in agg.edges:
-        k = LINK_KINDS.index(e.kind)
+        k = _KINDS.index(e.kind)
         label = dot_label(_count(e.links, "link", "links") + f"\n{e.bandwidth_gbps:,} Gb/s")
         out.append(f'  {dot_id(e.a)} -- {dot_id(e.b)} [kind="{e.kind}", links={e.links}, '
                    f'bandwidth_gbps={e.bandwidth_gbps}, label={label}, color="{_KIND_COLOURS[k]}"];\n')
@@ -478,9 +571,11 @@ def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, st
 
     ``linux`` uses the configs' SONiC/FRR port names (``Ethernet0``, ``Ethernet8``, ...), which a
     Linux container takes as its interface names; ``sonic-vs`` uses ``ethN`` for front-panel port
-    N, which SONiC's virtual switch maps to its own ports. Links in row order.
+    N, which SONiC's virtual switch maps to its own ports. Links in row order, then a dual-ToR
+    fabric's peer links, a leaf to b leaf on the same whole (not broken-out) ports: ports 63 and 64
+    of a 64-port leaf of 4 lanes a port are ``Ethernet248`` and ``Ethernet252`` on both.
     """
-    links, names = fabric.links, fabric.names
+    links, names = all_links(fabric), fabric.names
     rows = np.flatnonzero(links.kind >= 1)
     tier_lanes = fabric.addressing.tier_lanes
     if kind == "sonic-vs":
@@ -493,11 +588,70 @@ def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, st
     for lo, lo_port, hi, hi_port, k in zip(links.lo[rows].tolist(), links.lo_port[rows].tolist(),
                                             links.hi[rows].tolist(), links.hi_port[rows].tolist(),
                                             links.kind[rows].tolist()):
-        out.append((names[lo], port(lo_port, k), names[hi], port(hi_port, k + 1)))  # kind k: tier k to k + 1
-    longest = max((max(len(r[1]), len(r[3])) for r in out), default=0)
+        low, up = (1, 1) if k == PEER_KIND else (k, k + 1)  # kind k: tier k to k + 1; a peer link: leaf to leaf
+        out.append((names[lo], port(lo_port, low), names[hi], port(hi_port, up)))
+    _check_interface_names(out)
+    return out
+
+
+def _check_interface_names(ends: list[tuple[str, str, str, str]]) -> None:
+    longest = max((max(len(r[1]), len(r[3])) for r in ends), default=0)
     if longest > MAX_INTERFACE_NAME:
         raise ExportError(f"interface names of up to {longest} characters exceed Linux's "
                           f"{MAX_INTERFACE_NAME}; containerlab cannot create them")
+
+
+def server_interface(link: int) -> str:
+    """A server container's interface for its server link ``link`` (``lo_port``): ``eth{link + 1}``
+    (containerlab keeps ``eth0`` for management). With dual-ToR, link ``2r + m`` is member ``m`` of
+    NIC ``r``'s bond: ``eth1`` and ``eth2`` are NIC 0's members, to its a and b leaf.
+
+    >>> [server_interface(r * 2 + m) for r in (0, 3) for m in (0, 1)]
+    ['eth1', 'eth2', 'eth7', 'eth8']
+    """
+    return f"eth{link + 1}"
+
+
+def server_interfaces(fabric: Fabric) -> list[tuple[str, str, str, str]]:
+    """Dual-ToR: every server link as (server, its interface, leaf, its interface), in row order;
+    empty without dual-ToR (a lab of single-homed servers is left to the user).
+
+    The server end is :func:`server_interface` of the link's ``lo_port`` (``r * 2 + m``); the leaf
+    end is the configs' name of the broken-out down port lane (``topo.addressing.sonic_port_name``
+    with the plan's breakout): both members of a NIC have the same name on the two leaves.
+    """
+    if fabric.plan.homes != 2:
+        return []
+    links, names = fabric.links, fabric.names
+    rows = np.flatnonzero(links.kind == 0)
+    lanes, breakout = fabric.addressing.tier_lanes(1), fabric.plan.breakout
+    out = [(names[lo], server_interface(nic), names[hi], sonic_port_name(port, lane, lanes, breakout))
+           for lo, nic, hi, port, lane in zip(links.lo[rows].tolist(), links.lo_port[rows].tolist(),
+                                              links.hi[rows].tolist(), links.hi_port[rows].tolist(),
+                                              links.lane[rows].tolist())]
+    _check_interface_names(out)
+    return out
+
+
+def _server_commands(fabric: Fabric) -> dict[int, list[str]]:
+    """Dual-ToR, per server vertex: the ``exec:`` commands that bond each NIC's two member links
+    (LACP towards the leaf pair) and give the bond its address in the pair's subnet, as
+    ``fabric.addressing.link_ip`` has it (the same on both members)."""
+    links = fabric.links
+    rows = np.flatnonzero(links.kind == 0)
+    rows = rows[np.lexsort((links.lo_port[rows], links.lo[rows]))]
+    member0 = rows[links.lo_port[rows] % 2 == 0]
+    ips = ip_text(fabric.addressing.link_ip[member0])
+    prefix = 33 - server_block_size(fabric.plan).bit_length()
+    out: dict[int, list[str]] = {}
+    for server, port, ip in zip(links.lo[member0].tolist(), links.lo_port[member0].tolist(), ips):
+        bond = bond_name(port // 2)
+        commands = out.setdefault(server, [])
+        commands.append(f"ip link add {bond} type bond {CLAB_BOND_OPTIONS}")
+        for member in (port, port + 1):
+            eth = server_interface(member)
+            commands += [f"ip link set {eth} down", f"ip link set {eth} master {bond}"]
+        commands += [f"ip address add {ip}/{prefix} dev {bond}", f"ip link set {bond} up"]
     return out
 
 
@@ -527,7 +681,11 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
     One group per switch role sets the kind and image; each switch binds its generated config by
     a path relative to the ``containerlab`` folder (``../switches/<switch>/...``); each
     switch-to-switch link is one ``endpoints`` pair with the interface names the configs use.
-    Servers are left out. Written as text (a fixed, simple layout), one node bind or link per line.
+    Servers are left out, except with dual-ToR and the ``linux`` kind: then every server is a
+    ``linux`` node of :data:`CLAB_SERVER_IMAGE` (group ``node``) whose ``exec:`` list bonds each
+    NIC's two links, and both member links of every NIC are cabled (:func:`server_interfaces`),
+    before the switch-to-switch links; a dual-ToR fabric's peer links come last. Written as text
+    (a fixed, simple layout), one node bind or link per line.
     """
     if kind not in CLAB_KINDS:
         raise ExportError(f"unknown containerlab kind {kind!r}; choose one of {', '.join(CLAB_KINDS)}")
@@ -535,16 +693,20 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
     name = fabric.spec.name
     first_switch = fabric.first(1)
     switches = len(fabric.names) - first_switch
+    servers = fabric.plan.homes == 2 and kind == "linux"  # dual-ToR: the servers and their bonds too
     roles = [ROLES[t] for t in range(1, fabric.plan.tiers + 1)]
     what = "FRR in Linux containers" if kind == "linux" else "SONiC virtual switches"
+    whom = f"{switches:,} switches and {first_switch:,} servers" if servers else f"{switches:,} switches"
     out = [
-        f"# containerlab lab of the {switches:,} switches of {name} ({what}), cabled as the configs in\n",
+        f"# containerlab lab of the {whom} of {name} ({what}), cabled as the configs in\n",
         f"# ../switches/ say. Written by topo {__version__}. Deploy from this folder:\n",
         f"#   containerlab deploy -t {name}.clab.yml\n",
         f"name: {json.dumps(name)}\n",
         "topology:\n",
         "  groups:\n",
     ]
+    if servers:
+        out.append(f"    {ROLES[0]}:\n      kind: \"linux\"\n      image: {json.dumps(CLAB_SERVER_IMAGE)}\n")
     for role in roles:
         out.append(f"    {role}:\n      kind: {json.dumps(kind)}\n      image: {json.dumps(image)}\n")
         if kind == "linux":
@@ -553,6 +715,10 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
                        "        net.ipv6.conf.all.forwarding: 1\n")
     out.append("  nodes:\n")
     tier = fabric.tier.tolist()
+    if servers:
+        for v, commands in sorted(_server_commands(fabric).items()):
+            out.append(f"    {fabric.names[v]}:\n      group: {ROLES[0]}\n      exec:\n")
+            out.extend(f'        - "{c}"\n' for c in commands)
     addresses = _lab_addresses(fabric) if kind == "linux" else {}
     for v in range(first_switch, len(fabric.names)):
         sw = fabric.names[v]
@@ -568,7 +734,7 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
         else:
             out.append(f'        - "../switches/{sw}/config_db.json:/var/sonic/config_db.json"\n'
                        f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n')
-    links = switch_interfaces(fabric, kind)
+    links = (server_interfaces(fabric) if servers else []) + switch_interfaces(fabric, kind)
     if links:
         out.append("  links:\n")
         out.extend(f'    - endpoints: ["{a}:{ia}", "{b}:{ib}"]\n' for a, ia, b, ib in links)
