@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from .. import __version__
-from ..addressing import ip_text, rdma_device, server_block_size, sonic_port_name
+from ..addressing import (bond_name, ip_text, member_port, pair_gateway, rdma_device, server_block_size,
+                          sonic_port_name)
 from ..catalog import Platform, platform_catalog, switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
 from ..spec import tier_switch
@@ -426,7 +427,14 @@ def _metres(value: float) -> str:
 
 
 def host_addresses_csv(fabric: Fabric) -> str:
-    """One row per server NIC: node, NIC, RDMA device, address/31, gateway, leaf and its port."""
+    """One row per server NIC: node, NIC, RDMA device, address/31, gateway, leaf and its port.
+
+    With dual-ToR, one row per NIC too, in another layout (:data:`DUAL_TOR_ADDRESS_COLUMNS`): its
+    bond, the bond's address in the pair subnet and the pair's gateway, and both member ports with
+    their leaf and leaf port (:func:`dual_tor_addresses_csv`).
+    """
+    if fabric.plan.homes == 2:
+        return dual_tor_addresses_csv(fabric)
     links = fabric.links
     rows = np.flatnonzero(links.kind == 0)
     base = fabric.addressing.link_ip[rows]
@@ -444,6 +452,63 @@ def host_addresses_csv(fabric: Fabric) -> str:
             sonic_port_name(int(links.hi_port[r]), int(links.lane[r]), lanes, fabric.plan.breakout),
         ])
     return out.getvalue()
+
+
+#: Columns of a dual-ToR ``hosts/addresses.csv``: member ``a`` (port 1) goes to the pair's a leaf,
+#: member ``b`` (port 2) to its b leaf.
+DUAL_TOR_ADDRESS_COLUMNS = ("node", "nic", "rdma_device", "bond", "address", "gateway",
+                            "member_a", "leaf_a", "leaf_a_port", "member_b", "leaf_b", "leaf_b_port")
+
+
+def dual_tor_addresses_csv(fabric: Fabric) -> str:
+    """One row per NIC of a dual-ToR fabric, by node then NIC: its RoCE LAG device (``mlx5_bond_r``),
+    bond (``bond<r>``), the bond's address with the pair subnet's prefix, the pair's gateway (the
+    subnet's first address), and each member port (``mlx5_bond_r/p1``, ``/p2``) with its leaf and
+    SONiC port name (the same on both leaves).
+
+    >>> from topo import build_fabric, load_spec
+    >>> print(dual_tor_addresses_csv(build_fabric(load_spec({"gpus": 256, "dual_tor": True}))).splitlines()[1])
+    cluster-node0000,0,mlx5_bond_0,bond0,10.128.0.2/25,10.128.0.1,mlx5_bond_0/p1,cluster-leaf-su00-r0a,Ethernet0,mlx5_bond_0/p2,cluster-leaf-su00-r0b,Ethernet0
+    """
+    links = fabric.links
+    rows = np.flatnonzero(links.kind == 0)
+    nic_of = links.lo.astype(np.int64)[rows] * fabric.plan.nic_rails + links.lo_port[rows] // 2
+    order = np.lexsort((links.lo_port[rows] % 2, nic_of))  # by node, NIC, then member
+    a, b = rows[order[0::2]], rows[order[1::2]]
+    assert (links.lo_port[a] % 2 == 0).all() and (links.lo_port[b] == links.lo_port[a] + 1).all()
+    address = fabric.addressing.link_ip[a]
+    size = server_block_size(fabric.plan)
+    prefix = 33 - size.bit_length()
+    host_pool = int(ipaddress.IPv4Network(fabric.spec.host_pool).network_address)
+    block = host_pool + (address - host_pool) // size * size
+    nic_ip, gateway = ip_text(address), ip_text(pair_gateway(block))
+    lanes = fabric.addressing.tier_lanes(1)
+    breakout = fabric.plan.breakout
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(DUAL_TOR_ADDRESS_COLUMNS)
+    names = fabric.names
+    for i, (ra, rb) in enumerate(zip(a.tolist(), b.tolist())):
+        nic = int(links.lo_port[ra]) // 2
+        writer.writerow([
+            names[links.lo[ra]], nic, rdma_device(nic, bonded=True), bond_name(nic), f"{nic_ip[i]}/{prefix}",
+            gateway[i],
+            member_port(nic, 0), names[links.hi[ra]],
+            sonic_port_name(int(links.hi_port[ra]), int(links.lane[ra]), lanes, breakout),
+            member_port(nic, 1), names[links.hi[rb]],
+            sonic_port_name(int(links.hi_port[rb]), int(links.lane[rb]), lanes, breakout),
+        ])
+    return out.getvalue()
+
+
+def host_node_facts(fabric: Fabric) -> dict[str, Any]:
+    """The ``node`` facts of ``host/roce-qos.sh.j2``: counts and RDMA devices; with dual-ToR the
+    devices are the bonds' RoCE LAG devices, and ``bonds`` names the bonds (NIC order)."""
+    spec = fabric.spec
+    dual = fabric.plan.homes == 2
+    return {"gpus": spec.gpus_per_node, "nics": spec.nic_ports,
+            "rdma_devices": [rdma_device(i, bonded=dual) for i in range(spec.nic_ports)],
+            "dual_tor": dual, "bonds": [bond_name(i) for i in range(spec.nic_ports)] if dual else []}
 
 
 # --- rendering ------------------------------------------------------------------------------------
@@ -489,9 +554,7 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     if pool is not None:  # this process's worker state is another call's (or none): make this fabric's
         _init_worker(fabric, tuple(user_dirs))
     env, shared = _WORKER["env"], _WORKER["shared"]
-    spec = fabric.spec
-    node = {"gpus": spec.gpus_per_node, "nics": spec.nic_ports,
-            "rdma_devices": [rdma_device(i) for i in range(spec.nic_ports)]}
+    node = host_node_facts(fabric)
     yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
                                                {"fabric": shared, "node": node, "version": __version__})
     yield "hosts/addresses.csv", host_addresses_csv(fabric)
