@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from .. import __version__
-from ..addressing import (bond_name, ip_text, member_port, pair_gateway, rdma_device, server_block_size,
-                          sonic_port_name)
+from ..addressing import ip_text, rdma_device, server_block_size, sonic_port_name
+from ..addressing import bond_name, member_port, pair_gateway  # the host files of dual-ToR
 from ..catalog import Platform, platform_catalog, switch_catalog
 from ..fabric import LINK_KINDS, ROLES, Fabric, is_ethernet
 from ..spec import tier_switch
