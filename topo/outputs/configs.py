@@ -478,26 +478,29 @@ def dual_tor_addresses_csv(fabric: Fabric) -> str:
     assert (links.lo_port[a] % 2 == 0).all() and (links.lo_port[b] == links.lo_port[a] + 1).all()
     address = fabric.addressing.link_ip[a]
     size = server_block_size(fabric.plan)
-    prefix = 33 - size.bit_length()
     host_pool = int(ipaddress.IPv4Network(fabric.spec.host_pool).network_address)
     block = host_pool + (address - host_pool) // size * size
-    nic_ip, gateway = ip_text(address), ip_text(pair_gateway(block))
     lanes = fabric.addressing.tier_lanes(1)
-    breakout = fabric.plan.breakout
+    step = lanes // fabric.plan.breakout
+
+    def ports(r: np.ndarray) -> list[str]:  # sonic_port_name, over many links at once
+        return [f"Ethernet{n}" for n in ((links.hi_port[r].astype(np.int64) - 1) * lanes
+                                         + (links.lane[r].astype(np.int64) - 1) * step).tolist()]
+
+    nic = (links.lo_port[a] // 2).tolist()
+    names = fabric.names
+    prefix = f"/{33 - size.bit_length()}"
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(DUAL_TOR_ADDRESS_COLUMNS)
-    names = fabric.names
-    for i, (ra, rb) in enumerate(zip(a.tolist(), b.tolist())):
-        nic = int(links.lo_port[ra]) // 2
-        writer.writerow([
-            names[links.lo[ra]], nic, rdma_device(nic, bonded=True), bond_name(nic), f"{nic_ip[i]}/{prefix}",
-            gateway[i],
-            member_port(nic, 0), names[links.hi[ra]],
-            sonic_port_name(int(links.hi_port[ra]), int(links.lane[ra]), lanes, breakout),
-            member_port(nic, 1), names[links.hi[rb]],
-            sonic_port_name(int(links.hi_port[rb]), int(links.lane[rb]), lanes, breakout),
-        ])
+    rails = range(fabric.plan.nic_rails)  # the names of each NIC index, made once
+    device, bond = [rdma_device(r, bonded=True) for r in rails], [bond_name(r) for r in rails]
+    port_a, port_b = [member_port(r, 0) for r in rails], [member_port(r, 1) for r in rails]
+    writer.writerows(zip(
+        [names[v] for v in links.lo[a].tolist()], nic, [device[r] for r in nic], [bond[r] for r in nic],
+        [ip + prefix for ip in ip_text(address)], ip_text(pair_gateway(block)),
+        [port_a[r] for r in nic], [names[v] for v in links.hi[a].tolist()], ports(a),
+        [port_b[r] for r in nic], [names[v] for v in links.hi[b].tolist()], ports(b)))
     return out.getvalue()
 
 
