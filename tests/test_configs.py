@@ -337,6 +337,64 @@ def test_host_script_is_valid_bash_and_matches_the_switches(tmp_path):
     assert len(rows) == 1 + 256
 
 
+def dual_tor_node0_rows(placement: str) -> list[list[str]]:
+    """The addresses.csv rows of node 0 at 1024 GPUs with dual-ToR, from the rules: 8 NICs of 400G,
+    each two 200G links into a leaf pair, so a 400G leaf port breaks out into 2 lanes and a pair
+    has 64 NICs, so a pair subnet of 2^ceil(log2(64 + 3)) = 128 addresses (/25)."""
+    pool, size, lanes, breakout = int(ipaddress.IPv4Address("10.128.0.0")), 128, 4, 2
+    rows = []
+    for r in range(8):
+        # rail: NIC r of node 0 is first on the rail-r pair of SU 0; rack: slot r of pair 0
+        pair, slot = (r, 0) if placement == "rail" else (0, r)
+        block = pool + pair * size
+        leaf = f"cluster-leaf-su00-r{r}" if placement == "rail" else "cluster-leaf-00"
+        port, lane = slot // breakout + 1, slot % breakout + 1
+        leaf_port = f"Ethernet{(port - 1) * lanes + (lane - 1) * (lanes // breakout)}"
+        rows.append([
+            "cluster-node0000", str(r), f"mlx5_bond_{r}", f"bond{r}",
+            f"{ipaddress.IPv4Address(block + 2 + slot)}/25", str(ipaddress.IPv4Address(block + 1)),
+            f"mlx5_bond_{r}/p1", f"{leaf}a", leaf_port, f"mlx5_bond_{r}/p2", f"{leaf}b", leaf_port])
+    return rows
+
+
+@pytest.mark.parametrize("placement", ["rail", "rack"])
+def test_dual_tor_host_files_bond_each_nic_over_its_leaf_pair(tmp_path, placement):
+    _, files = configs(gpus=1024, dual_tor=True, placement=placement)
+    rows = [line.split(",") for line in files["hosts/addresses.csv"].splitlines()]
+    assert rows[0] == ["node", "nic", "rdma_device", "bond", "address", "gateway", "member_a", "leaf_a",
+                       "leaf_a_port", "member_b", "leaf_b", "leaf_b_port"]
+    assert len(rows) == 1 + 128 * 8  # one row per NIC (bond), not per link
+    assert rows[1:9] == dual_tor_node0_rows(placement)
+    assert len({r[4] for r in rows[1:]}) == 1024 and len({r[5] for r in rows[1:]}) == 32 // 2  # a gateway a pair
+    script = tmp_path / "roce-qos.sh"
+    script.write_text(files["hosts/roce-qos.sh"])
+    (tmp_path / "addresses.csv").write_text(files["hosts/addresses.csv"])
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck:
+        assert subprocess.run([shellcheck, str(script)]).returncode == 0
+    run = subprocess.run(["env", "NODE=cluster-node0000", "PORTS_3=ens3f0np0 ens3f1np1", "bash", str(script),
+                          "--dry-run"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.splitlines()
+    assert len(out) == 8 * 25
+    for r, row in enumerate(rows[1:9]):
+        address, gateway = row[4], row[5]
+        subnet = str(ipaddress.IPv4Interface(address).network)
+        ports = ("ens3f0np0", "ens3f1np1") if r == 3 else (f"<port1-of-mlx5_bond_{r}>", f"<port2-of-mlx5_bond_{r}>")
+        assert f"ip link add bond{r} type bond mode 802.3ad lacp_rate fast xmit_hash_policy layer3+4 miimon 100" in out
+        for port in ports:
+            assert f"ip link set dev {port} master bond{r}" in out
+            assert f"mlnx_qos -i {port} --trust dscp --pfc 0,0,0,1,0,0,0,0" in out
+            assert f"echo 48 > /sys/class/net/{port}/ecn/roce_np/cnp_dscp" in out
+            assert f"echo 1 > /sys/class/net/{port}/ecn/roce_rp/enable/3" in out
+        assert f"ip addr replace {address} dev bond{r}" in out
+        assert f"ip route replace {subnet} dev bond{r} src {address[:-3]} table {100 + r}" in out
+        assert f"ip route replace 10.128.0.0/11 via {gateway} dev bond{r} src {address[:-3]} table {100 + r}" in out
+        assert f"ip rule add from {address[:-3]} lookup {100 + r} priority {100 + r}" in out
+        assert f"cma_roce_tos -d mlx5_bond_{r} -t 106" in out
+    assert sum(line.startswith("mlnx_qos ") for line in out) == 16  # both ports of each NIC
+
+
 def test_user_templates_override_by_relative_path(tmp_path):
     (tmp_path / "frr").mkdir()
     (tmp_path / "frr" / "policy.j2").write_text("! site policy for {{ sw.name }}\n")

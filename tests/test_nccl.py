@@ -11,7 +11,7 @@ import pytest
 
 from topo import SpecError, build_fabric, load_spec
 from topo.analysis.analyze import AnalysisOptions, analyze
-from topo.outputs.nccl import nccl_files, topology_xml
+from topo.outputs.nccl import bonded_profile, nccl_files, topology_xml
 from topo.outputs.nccl_xml import (
     NcclXmlError,
     check_topology,
@@ -75,6 +75,8 @@ PROFILES = {
     "generic-4gpu-8nic": generic_profile(4, 8, 400),
     "generic-16gpu-16nic": generic_profile(16, 16, 800),
     "generic-1gpu-1nic": generic_profile(1, 1, 100),
+    # as a dual-ToR build writes it: a RoCE LAG device (mlx5_bond_r) per NIC
+    "hgx-h100-8nic-bonded": bonded_profile(server_profiles()["hgx-h100-8nic"]),
 }
 
 
@@ -160,7 +162,8 @@ def test_gpu_r_shares_its_switch_with_the_nic_of_rail_r(name):
     if gpus == nics:  # the one-to-one case, literally: GPU r's switch holds mlx5_r with rail r
         for group in device_groups(doc):
             (dev,), (net,) = group["gpu_devs"], group["nets"]
-            assert net["name"] == f"mlx5_{dev}" and net["rail"] == dev
+            device = f"mlx5_bond_{dev}" if name.endswith("-bonded") else f"mlx5_{dev}"  # a dual-ToR bond
+            assert net["name"] == device and net["rail"] == dev
 
 
 def test_four_nic_node_pairs_two_gpus_per_nic():
@@ -425,6 +428,46 @@ def test_checker_explains_known_problems_of_published_files():
     assert b4 == ['line 18: <cpu numaid=7>: affinity="fff0000,00000000,00000000,00000000,ffff0000,00000000,'
                   '00000000,00000000" is not 32-bit hex words, most significant first']
     assert check_topology((NCCL_REF / "Azure_azhpc-images/topology/ndv5-topo.xml").read_bytes()) == []
+
+
+@needs_reference
+def test_bonded_nics_have_the_bandwidth_of_the_vendors_dual_port_nics():
+    # Oracle's container file lists both ports of each GPU's dual-port NIC, 2 x 200000 Mb/s; a
+    # dual-ToR build bonds them into one RoCE LAG device with their sum, as NCCL's plugin names it
+    dump = ref(ORACLE_H100[1])
+    ours = read_nccl_topology(topology_xml(PROFILES["hgx-h100-8nic-bonded"]))
+    per_gpu = lambda doc: [sum(int(n["speed"]) for n in g["nets"]) for g in device_groups(doc)]
+    assert per_gpu(dump) == per_gpu(ours) == [2 * 200000] * 8
+    assert all(re.fullmatch(r"mlx5_\d+", n["name"]) for n in dump.iter("net"))  # one device per port
+    assert [(g["nets"][0]["name"], g["nets"][0]["port"]) for g in device_groups(ours)] == [
+        (f"mlx5_bond_{r}", "1") for r in range(8)]  # one device per NIC, port 1
+
+
+# --- dual-ToR ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("placement", ["rail", "rack"])
+def test_dual_tor_nccl_devices_are_the_bonds(placement):
+    spec = load_spec({"gpus": 1024, "dual_tor": True, "placement": placement})
+    files = nccl_files(build_fabric(spec))
+    text = xml_of(files)
+    doc = read_nccl_topology(text)
+    assert doc.notes == () and check_topology(text) == []
+    nics, link_gbps = 8, 400 // 2  # 400G NICs, each a bond of two 200G links
+    assert [(n["name"], n["port"], n["speed"], n["rail"]) for n in doc.iter("net")] == [
+        (f"mlx5_bond_{r}", "1", str(2 * link_gbps * 1000), str(r)) for r in range(nics)]
+    assert "its net is the RoCE LAG device mlx5_bond_r at the bond's 400G" in text
+    # the same tree as without dual-ToR but for the devices' names
+    plain = xml_of(nccl_files(build_fabric(load_spec({"gpus": 1024, "placement": placement}))))
+    body = lambda t: [line for line in t.splitlines() if not line.startswith("<!--")]
+    assert [line.replace("mlx5_bond_", "mlx5_") for line in body(text)] == body(plain)
+    env = env_of(files)
+    assert env["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_bond_{r}:1" for r in range(nics))
+    assert env["NCCL_CROSS_NIC"] == ("0" if placement == "rail" else "1")
+    env_text = files["nccl/hgx-h100-8nic.env"]
+    assert "# Dual-ToR: each NIC is a bond, the RoCE LAG device mlx5_bond_<rail>" in env_text
+    assert "over two 200G links, one to each leaf\n# of the NIC's leaf pair (an MCLAG pair)" in env_text
+    assert ("on a rail-r leaf pair," if placement == "rail" else "on the same leaf pair,") in env_text
 
 
 # --- the env file ------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from .. import __version__
-from ..addressing import ip_text, member_port, pair_gateway, rdma_device, server_block_size, sonic_port_name
+from ..addressing import bond_name, ip_text, member_port, pair_gateway, rdma_device, server_block_size, sonic_port_name
 from ..catalog import Platform, platform_catalog, switch_catalog
 from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M, ROLES, Fabric, is_ethernet
 from ..spec import tier_switch
@@ -489,7 +489,14 @@ def _metres(value: float) -> str:
 
 
 def host_addresses_csv(fabric: Fabric) -> str:
-    """One row per server NIC: node, NIC, RDMA device, address/31, gateway, leaf and its port."""
+    """One row per server NIC: node, NIC, RDMA device, address/31, gateway, leaf and its port.
+
+    With dual-ToR, one row per NIC too, in another layout (:data:`DUAL_TOR_ADDRESS_COLUMNS`): its
+    bond, the bond's address in the pair subnet and the pair's gateway, and both member ports with
+    their leaf and leaf port (:func:`dual_tor_addresses_csv`).
+    """
+    if fabric.plan.homes == 2:
+        return dual_tor_addresses_csv(fabric)
     links = fabric.links
     rows = np.flatnonzero(links.kind == 0)
     base = fabric.addressing.link_ip[rows]
@@ -507,6 +514,66 @@ def host_addresses_csv(fabric: Fabric) -> str:
             sonic_port_name(int(links.hi_port[r]), int(links.lane[r]), lanes, fabric.plan.breakout),
         ])
     return out.getvalue()
+
+
+#: Columns of a dual-ToR ``hosts/addresses.csv``: member ``a`` (port 1) goes to the pair's a leaf,
+#: member ``b`` (port 2) to its b leaf.
+DUAL_TOR_ADDRESS_COLUMNS = ("node", "nic", "rdma_device", "bond", "address", "gateway",
+                            "member_a", "leaf_a", "leaf_a_port", "member_b", "leaf_b", "leaf_b_port")
+
+
+def dual_tor_addresses_csv(fabric: Fabric) -> str:
+    """One row per NIC of a dual-ToR fabric, by node then NIC: its RoCE LAG device (``mlx5_bond_r``),
+    bond (``bond<r>``), the bond's address with the pair subnet's prefix, the pair's gateway (the
+    subnet's first address), and each member port (``mlx5_bond_r/p1``, ``/p2``) with its leaf and
+    SONiC port name (the same on both leaves).
+
+    >>> from topo import build_fabric, load_spec
+    >>> print(dual_tor_addresses_csv(build_fabric(load_spec({"gpus": 256, "dual_tor": True}))).splitlines()[1])
+    cluster-node0000,0,mlx5_bond_0,bond0,10.128.0.2/25,10.128.0.1,mlx5_bond_0/p1,cluster-leaf-su00-r0a,Ethernet0,mlx5_bond_0/p2,cluster-leaf-su00-r0b,Ethernet0
+    """
+    links = fabric.links
+    rows = np.flatnonzero(links.kind == 0)
+    nic_of = links.lo.astype(np.int64)[rows] * fabric.plan.nic_rails + links.lo_port[rows] // 2
+    order = np.lexsort((links.lo_port[rows] % 2, nic_of))  # by node, NIC, then member
+    a, b = rows[order[0::2]], rows[order[1::2]]
+    assert (links.lo_port[a] % 2 == 0).all() and (links.lo_port[b] == links.lo_port[a] + 1).all()
+    address = fabric.addressing.link_ip[a]
+    size = server_block_size(fabric.plan)
+    host_pool = int(ipaddress.IPv4Network(fabric.spec.host_pool).network_address)
+    block = host_pool + (address - host_pool) // size * size
+    lanes = fabric.addressing.tier_lanes(1)
+    step = lanes // fabric.plan.breakout
+
+    def ports(r: np.ndarray) -> list[str]:  # sonic_port_name, over many links at once
+        return [f"Ethernet{n}" for n in ((links.hi_port[r].astype(np.int64) - 1) * lanes
+                                         + (links.lane[r].astype(np.int64) - 1) * step).tolist()]
+
+    nic = (links.lo_port[a] // 2).tolist()
+    names = fabric.names
+    prefix = f"/{33 - size.bit_length()}"
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(DUAL_TOR_ADDRESS_COLUMNS)
+    rails = range(fabric.plan.nic_rails)  # the names of each NIC index, made once
+    device, bond = [rdma_device(r, bonded=True) for r in rails], [bond_name(r) for r in rails]
+    port_a, port_b = [member_port(r, 0) for r in rails], [member_port(r, 1) for r in rails]
+    writer.writerows(zip(
+        [names[v] for v in links.lo[a].tolist()], nic, [device[r] for r in nic], [bond[r] for r in nic],
+        [ip + prefix for ip in ip_text(address)], ip_text(pair_gateway(block)),
+        [port_a[r] for r in nic], [names[v] for v in links.hi[a].tolist()], ports(a),
+        [port_b[r] for r in nic], [names[v] for v in links.hi[b].tolist()], ports(b)))
+    return out.getvalue()
+
+
+def host_node_facts(fabric: Fabric) -> dict[str, Any]:
+    """The ``node`` facts of ``host/roce-qos.sh.j2``: counts and RDMA devices; with dual-ToR the
+    devices are the bonds' RoCE LAG devices, and ``bonds`` names the bonds (NIC order)."""
+    spec = fabric.spec
+    dual = fabric.plan.homes == 2
+    return {"gpus": spec.gpus_per_node, "nics": spec.nic_ports,
+            "rdma_devices": [rdma_device(i, bonded=dual) for i in range(spec.nic_ports)],
+            "dual_tor": dual, "bonds": [bond_name(i) for i in range(spec.nic_ports)] if dual else []}
 
 
 # --- rendering ------------------------------------------------------------------------------------
@@ -552,9 +619,7 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     if pool is not None:  # this process's worker state is another call's (or none): make this fabric's
         _init_worker(fabric, tuple(user_dirs))
     env, shared = _WORKER["env"], _WORKER["shared"]
-    spec = fabric.spec
-    node = {"gpus": spec.gpus_per_node, "nics": spec.nic_ports,
-            "rdma_devices": [rdma_device(i) for i in range(spec.nic_ports)]}
+    node = host_node_facts(fabric)
     yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
                                                {"fabric": shared, "node": node, "version": __version__})
     yield "hosts/addresses.csv", host_addresses_csv(fabric)

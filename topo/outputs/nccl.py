@@ -10,6 +10,10 @@
     order, ``NCCL_CROSS_NIC``, ``NCCL_IB_QPS_PER_CONNECTION`` from the congestion analysis, and
     ``NCCL_IB_TC`` / ``NCCL_SOCKET_IFNAME`` where they apply. Rendered from ``nccl/nccl.env.j2``.
 
+With dual-ToR the NCCL devices are the NICs' bonds: NIC ``r`` is the RoCE LAG device
+``mlx5_bond_r`` (:func:`bonded_profile`), one ``<net>`` per NIC at the NIC's whole speed (both of its
+links), and ``NCCL_IB_HCA`` lists the bonds.
+
 The XML is written in Python, line by line, exactly as NCCL's own writer does
 (:func:`topo.outputs.nccl_xml.dump_xml`). A template would only loop, and a user override could
 break rules NCCL's parser enforces; the values come from the profile, which users control. Every
@@ -19,11 +23,13 @@ returned.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..addressing import rdma_device
 from ..errors import SpecError
 from ..fabric import Fabric, is_ethernet
 from ..servers import NVSWITCH_CLASS, ServerProfile, check_server, resolve_server
@@ -143,13 +149,41 @@ def topology_xml(profile: ServerProfile, nic_class: str = IB_NIC_CLASS,
     return dump_xml(topology_element(profile, nic_class), comments)
 
 
-def _xml_comments(profile: ServerProfile) -> tuple[str, ...]:
+#: NIC names a dual-ToR build replaces with the bond's RoCE LAG device: the kernel's names of single
+#: ports (``mlx5_<n>``), which the ports of a bonded NIC no longer have.
+PORT_DEVICE_RE = re.compile(r"mlx5_[0-9]+")
+
+
+def bonded_profile(profile: ServerProfile) -> ServerProfile:
+    """The profile as NCCL sees a dual-ToR server: each NIC's two ports are bonded, so its RDMA
+    device is the RoCE LAG device ``mlx5_bond_<rail>`` (port 1), at the NIC's speed (both links).
+
+    A NIC named ``mlx5_<n>`` (the default name) is renamed; another name (``mlx5_bond_3`` as the
+    host has it, say) is the profile's to give and is kept.
+
+    >>> from topo.servers import server_profiles
+    >>> [(n.name, n.port, n.speed_mbps) for n in bonded_profile(server_profiles()["hgx-h100-8nic"]).nics[:2]]
+    [('mlx5_bond_0', 1, 400000), ('mlx5_bond_1', 1, 400000)]
+    """
+    def nic(n):
+        return replace(n, name=rdma_device(n.rail, bonded=True)) if PORT_DEVICE_RE.fullmatch(n.name) else n
+
+    cpus = tuple(replace(cpu, switches=tuple(replace(sw, nics=tuple(nic(n) for n in sw.nics))
+                                             for sw in cpu.switches)) for cpu in profile.cpus)
+    return replace(profile, cpus=cpus)
+
+
+def _xml_comments(profile: ServerProfile, bonded: bool = False) -> tuple[str, ...]:
     lines = [
         f"NCCL topology of the {profile.name} servers ({profile.gpu_count} GPUs, {profile.nic_count} NICs), "
         f"written by topo {__version__}.",
         "GPU r shares a PCIe switch with the NIC of its rail; rail=\"r\" on that NIC's net element.",
         "Bus ids and NIC names must be the host's: compare with the file NCCL_TOPO_DUMP_FILE writes.",
     ]
+    if bonded:
+        speed = profile.nic_gbps
+        lines.append(f"Dual-ToR: each NIC's two ports are bonded (LACP) over two {speed // 2}G links, one to each "
+                     f"leaf of a pair; its net is the RoCE LAG device mlx5_bond_r at the bond's {speed}G.")
     if profile.generic:
         lines.append("GENERIC PROFILE: bus ids and CPU values are placeholders. Describe the real server in a "
                      "profile file before installing this one (docs/nccl.md).")
@@ -189,6 +223,8 @@ def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | Non
     else:
         cross_nic, cross_why = 1, ("Rack placement: all NICs of a node are on the same leaf, so crossing "
                                    "NICs between nodes costs nothing")
+    if fabric.plan.homes == 2:  # a NIC is bonded to a leaf pair, which stands where a leaf would
+        cross_why = cross_why.replace("a rail-r leaf", "a rail-r leaf pair").replace("the same leaf", "the same leaf pair")
     tc = None
     if ethernet:
         q = QOS_PROFILES[spec.qos]
@@ -203,6 +239,7 @@ def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | Non
         "tc": tc,
         "socket_ifname": profile.socket_ifname,
         "technology": "RoCE" if ethernet else "InfiniBand",
+        "bond": {"link_gbps": spec.link_gbps, "nic_gbps": spec.nic_port_gbps} if fabric.plan.homes == 2 else None,
     }
 
 
@@ -254,6 +291,9 @@ def nccl_files(fabric: Fabric, server: ServerProfile | str | None = None, analys
     else:
         profile = server
         check_server(profile, spec)
+    bonded = fabric.plan.homes == 2
+    if bonded:
+        profile = bonded_profile(profile)
     if not install_dir.startswith("/") or any(ch in install_dir for ch in " \t\n\"'"):
         raise ValueError(f"install_dir {install_dir!r}: expected an absolute path without spaces or quotes")
     xml_name = f"{profile.name}-topo.xml"
@@ -278,7 +318,7 @@ def nccl_files(fabric: Fabric, server: ServerProfile | str | None = None, analys
             f"({profile.gpu_count} GPUs, {profile.nic_count} NICs): the file's {elements} and "
             f"{' and '.join(added)}, but NCCL's buffer takes at most {TOPO_XML_MAX_NODES - 1}; describe the server in a "
             f"profile file that gives each GPU's sm and nvlink count (--server FILE, docs/nccl.md)"])
-    xml = topology_xml(profile, nic_class)
+    xml = topology_xml(profile, nic_class, _xml_comments(profile, bonded))
     problems = check_topology(xml)
     if problems:  # the profile is checked when read: this would be a bug
         raise NcclXmlError(f"the topology file of {profile.name} breaks a rule: {problems[0]}")
