@@ -16,7 +16,7 @@ from topo import build_fabric, load_spec, plan_fabric
 from topo.analysis.analyze import AnalysisOptions, allreduce, what_if
 from topo.analysis.bisection import bisection
 from topo.analysis.faults import apply_faults, no_faults
-from topo.analysis.routing import port_tables, route
+from topo.analysis.routing import route
 from topo.errors import SpecError
 from topo.fabric import PEER_KIND
 from topo.outputs.configs import config_files
@@ -49,7 +49,7 @@ def test_three_tiers_keep_a_pair_in_one_pod():
 @pytest.mark.parametrize("placement", ["rail", "rack"])
 def test_both_links_of_a_nic_land_on_the_same_port_of_the_pair(placement):
     f = fabric_of(gpus=1024, dual_tor=True, placement=placement)
-    links, plan = f.links, f.plan
+    links = f.links
     host = np.flatnonzero(links.kind == 0)
     assert host.size == 2 * 1024 and (links.gbps[host] == 200).all()
     node, port = links.lo[host].astype(np.int64), links.lo_port[host].astype(np.int64)
