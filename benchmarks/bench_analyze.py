@@ -15,7 +15,9 @@ slowest connection of each sample, NCCL's tuner, and the max-min rates of the me
 most of them crossing pods) and ``--fail-random 0.01`` (1% of the switch-to-switch links down: the
 analysis runs twice, with the faults and intact, for the comparison); and one at 131,072 GPUs on
 radix 128 with ``--planes 2 --nic-gbps 800`` (two planes of 400G NIC ports: twice the server links,
-and hops, ECMP width and the least cut worked out plane by plane).
+and hops, ECMP width and the least cut worked out plane by plane), and one there with
+``--dual-tor True`` (every NIC bonded over two 200G links to a leaf pair: twice the server links,
+and the bonds' queue pairs, 2 a connection by default, routed over both).
 
 The parts of the analysis are timed inside that same call by wrapping the functions
 ``topo.analyze`` calls: ``hop_counts``, ``bisection``, ``ecmp_width`` and ``allreduce``, and inside
@@ -81,6 +83,9 @@ DEFAULT_EXTRA_SIZES = ("65536",)
 #: A multi-plane case (spec fields besides gpus and radix): 800G NICs as two 400G ports in two planes.
 PLANES = {"planes": 2, "nic_gbps": 800}
 DEFAULT_PLANES_SIZES = ("131072:128",)
+#: A dual-ToR case: every NIC bonded over two 200G links to a leaf pair (twice the server links).
+DUAL_TOR = {"dual_tor": True}
+DEFAULT_DUAL_TOR_SIZES = ("131072:128",)
 
 #: Targets: on a 2-core machine, this many GPUs (radix 64) analysed in at most this many seconds
 #: (median of the runs, build excluded) with at most this peak memory (whole process), and the
@@ -487,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"sizes also analysed with `{flags(FAULTS)}` (none: skip) [65536]")
     parser.add_argument("--planes-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_PLANES_SIZES],
                         help=f"sizes also built and analysed with `{flags(PLANES)}` (none: skip) [131072:128]")
+    parser.add_argument("--dual-tor-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_DUAL_TOR_SIZES],
+                        help=f"sizes also built and analysed with `{flags(DUAL_TOR)}` (none: skip) [131072:128]")
     parser.add_argument("--networkx-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_EXTRA_SIZES],
                         help="sizes of the networkx max-flow comparison (none: skip) [65536]")
     parser.add_argument("--repeat", type=int, default=3, help="runs per case [3]")
@@ -506,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat must be at least 1")
 
     plan = ([(g, r, {}) for g, r in args.sizes] + [(g, r, HEAVY) for g, r in args.heavy_sizes]
-            + [(g, r, FAULTS) for g, r in args.faults_sizes] + [(g, r, PLANES) for g, r in args.planes_sizes])
+            + [(g, r, FAULTS) for g, r in args.faults_sizes] + [(g, r, PLANES) for g, r in args.planes_sizes]
+            + [(g, r, DUAL_TOR) for g, r in args.dual_tor_sizes])
     cases = []
     for gpus, radix, extra in plan:
         runs = []

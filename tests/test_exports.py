@@ -72,7 +72,7 @@ SHAPES = {
     "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
     # leaf pairs: two half-speed member links per NIC (one to each leaf of a pair), peer links
     "dual-tor-rail": dict(gpus=1024, dual_tor=True),
-    "dual-tor-rack": dict(gpus=1024, dual_tor=True, placement="rack"),  # a node's members alternate a, b
+    "dual-tor-rack": dict(gpus=256, dual_tor=True, placement="rack"),  # a node's members alternate a, b
 }
 #: Link kind names by kind number, the peer link's last.
 KINDS = (*LINK_KINDS, PEER_LINK)
