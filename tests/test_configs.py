@@ -90,6 +90,7 @@ SHAPES = {
                                   tiers=3),
     "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
     "mixed-core": dict(gpus=32, gpus_per_node=1, nics_per_node=1, radix=8, core_switch="eth-12t-32x400", tiers=3),
+    "chassis-spine": dict(gpus=256, switch="eth-25t-64x400", spine_switch="eth-chassis-648x400"),
     "dual-tor": dict(gpus=256, dual_tor=True),
     "dual-tor-rack-three-tier": dict(gpus=32, gpus_per_node=1, nics_per_node=1, radix=8, tiers=3, dual_tor=True,
                                      placement="rack"),

@@ -119,3 +119,49 @@ def test_cli_builds_and_checks_a_mixed_design(tmp_path):
     assert summary["per_tier"]["spine"]["model"] == "eth-51t-128x400" and summary["tiers"] == 2
     check = CliRunner().invoke(main, ["check", str(out), "-q"], prog_name="topo")
     assert check.exit_code == 0, check.output
+
+
+#: 64-port leaves under 648-port modular chassis spines (18 line cards of 36 x 400G).
+CHASSIS = dict(switch="eth-25t-64x400", spine_switch="eth-chassis-648x400")
+
+
+def test_chassis_spines_hold_648_leaves_in_two_tiers():
+    # 648 leaves of 32 uplinks into 32 chassis of 648 ports, one link to each leaf: 20,736 GPUs,
+    # where 64-port spines need three tiers
+    plan = plan_fabric(load_spec({"gpus": 20736, **CHASSIS}))
+    assert (plan.tiers, plan.leaves, plan.spines, plan.leaf_spine_links, plan.spine_radix) == (2, 648, 32, 1, 648)
+    assert plan_fabric(load_spec({"gpus": 20736, "switch": "eth-25t-64x400"})).tiers == 3
+    assert tier_switch(load_spec({"gpus": 256, **CHASSIS}), 2).chassis
+
+
+def test_a_chassis_gets_its_routing_and_no_config_db():
+    fabric = build_fabric(load_spec({"gpus": 256, **CHASSIS}))  # 8 leaves, 1 chassis spine of 648 ports
+    files = dict(config_files(fabric))
+    assert "switches/cluster-spine-00/config_db.json" not in files
+    frr = files["switches/cluster-spine-00/frr.conf"]
+    # no config_db.json to hold the addresses: the chassis's frr.conf names them, one a cabled port
+    assert frr.count("\n ip address ") == 8 * 32 and "interface Ethernet0\n description to cluster-leaf-su00-r0:" in frr
+    assert "\n ip address " not in files["switches/cluster-leaf-su00-r0/frr.conf"]
+    from topo.outputs.check import bgp_problems
+    texts = {rel.split("/")[1]: text for rel, text in files.items() if rel.endswith("frr.conf")}
+    dbs = {rel.split("/")[1]: text for rel, text in files.items() if rel.endswith("config_db.json")}
+    sessions, problems = bgp_problems(fabric, texts, dbs)
+    assert sessions == 2 * 8 * 32 and not problems  # FRR itself reads them in tests/test_configs.py
+
+
+def test_a_chassis_is_named_in_a_warning_and_refuses_a_sonic_lab(tmp_path):
+    from topo.outputs.caveats import caveats
+    from topo.outputs.exports import ExportError, export_files
+
+    fabric = build_fabric(load_spec({"gpus": 256, **CHASSIS}))
+    codes = [c.code for c in caveats(fabric)]
+    assert "chassis-no-config-db" in codes and "no-sonic-platform" not in codes
+    with pytest.raises(ExportError, match="sonic-vs: the spine tier's eth-chassis-648x400 is a modular chassis"):
+        export_files(fabric, kind="sonic-vs")
+    out = tmp_path / "chassis"
+    result = CliRunner().invoke(main, ["build", "--gpus", "256", "--switch", "eth-25t-64x400", "--spine-switch",
+                                       "eth-chassis-648x400", "-o", str(out), "-q", "--no-analysis"], prog_name="topo")
+    assert result.exit_code == 0, result.output
+    assert not (out / "switches/cluster-spine-00/config_db.json").exists()
+    check = CliRunner().invoke(main, ["check", str(out), "-q"], prog_name="topo")
+    assert check.exit_code == 0, check.output

@@ -32,6 +32,9 @@ class SwitchModel:
         Packet buffer of the switch chip in MB (0 where it does not apply).
     power_w : int
         Planning figure for the bill of materials, in watts.
+    chassis : bool
+        A modular chassis (line cards behind a switch fabric): SONiC runs one instance per line
+        card there, so topo writes its ``frr.conf`` (one routing instance) but no ``config_db.json``.
     """
 
     name: str
@@ -43,6 +46,7 @@ class SwitchModel:
     buffer_mb: int
     power_w: int
     platform: str | None = None  #: default SONiC SKU (Ethernet models)
+    chassis: bool = False  #: a modular chassis: SONiC per line card, so no config_db.json is written
 
     def to_dict(self) -> dict:
         return {
@@ -55,6 +59,7 @@ class SwitchModel:
             "buffer_mb": self.buffer_mb,
             "power_w": self.power_w,
             "platform": self.platform,
+            "chassis": self.chassis,
             "platforms": sorted(p.name for p in platform_catalog().values() if p.switch == self.name),
         }
 

@@ -35,6 +35,7 @@ CODES: dict[str, str] = {
     "infiniband-no-configs": "an InfiniBand switch model gets no switch configs",
     "no-switch-model": "no switch model: power and buffers are not a real switch's",
     "no-sonic-platform": "the SONiC configs name no platform or HwSKU",
+    "chassis-no-config-db": "a modular chassis gets an frr.conf but no config_db.json",
     "cabling": "the cabling plan could not meet a rule",
     "prices-incomplete": "the price list leaves items of the bill of materials unpriced",
 }

@@ -206,6 +206,7 @@ class TierSwitch:
     radix: int
     port_gbps: int
     platform: str | None
+    chassis: bool = False  #: a modular chassis model: no config_db.json (SONiC runs per line card)
 
 
 def tier_switch(spec: FabricSpec, tier: int) -> TierSwitch:
@@ -222,7 +223,7 @@ def tier_switch(spec: FabricSpec, tier: int) -> TierSwitch:
         return TierSwitch(tier, None, spec.radix, spec.port_gbps, None)
     m = switch_catalog()[model]
     platform = spec.platform if spec.platform and platform_catalog()[spec.platform].switch == model else m.platform
-    return TierSwitch(tier, model, m.radix, m.port_gbps, platform)
+    return TierSwitch(tier, model, m.radix, m.port_gbps, platform, m.chassis)
 
 
 #: Field names, in the order they are documented and written.

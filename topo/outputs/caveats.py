@@ -147,8 +147,17 @@ def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
                      f"no switch model{which}: radix {first.radix} x {first.port_gbps}G is generic, so {power} and "
                      f"the switch buffers are an assumed size (name one with --switch; topo switches "
                      f"lists them)")
-    if configs and any(t.platform is None for t in tiers):
+    chassis = [t for t in tiers if t.chassis]
+    if configs and any(t.platform is None for t in tiers if not t.chassis):
         yield Caveat("no-sonic-platform",
                      "config_db.json names no SONiC platform or HwSKU and numbers lanes generically: "
                      "merge it into the switch's own configuration (config load), never config reload "
                      "(docs/configs.md); --switch or --platform gives a real SKU")
+    if configs and chassis:
+        first = chassis[0]
+        roles = ", ".join(ROLES[t.tier] for t in chassis)
+        yield Caveat("chassis-no-config-db",
+                     f"the {roles} tier's {first.model} is a modular chassis: SONiC runs one instance per "
+                     f"line card and one on its supervisor, which one config_db.json cannot be, so its switches "
+                     f"get an frr.conf (their BGP as one routing instance, with the ports' addresses) and no "
+                     f"config_db.json; configure the chassis's line cards with its vendor's tools")

@@ -147,6 +147,7 @@ class ConfigFacts:
         self.platform = self.platforms[1]  # the leaves' (templates' fabric.platform)
         self.lanes = {t: fabric.addressing.tier_lanes(t) for t in tiers}
         self.radix = {t: tier_switch(spec, t).radix for t in tiers}
+        self.chassis = {t: tier_switch(spec, t).chassis for t in tiers}
         self.ends = _ends(fabric)
         self.end_ip = ip_text(self.ends.ip)  # dotted quads of every link end, made once
         self.end_peer_ip = ip_text(self.ends.peer_ip)
@@ -267,6 +268,7 @@ class ConfigFacts:
         role = ROLES[tier]
         lanes = self.lanes[tier]
         platform = self.platforms[tier]
+        chassis = self.chassis[tier]
         rows = range(int(e.starts[v]), int(e.starts[v + 1]))
         used: dict[int, list[dict[str, Any]]] = {}
         neighbors = []
@@ -351,7 +353,9 @@ class ConfigFacts:
             # SONiC scales the watchdog by the switch's whole PORT table: these ports, and once the
             # file is merged, the SKU's extra (SFP) ports too
             "pfc_wd": pfc_watchdog(len(ports) + (platform.extra_ports if platform else 0)),
-            "buffer": self.buffer_facts(Counter(p["kind"] for p in ports if p["kind"] is not None), tier),
+            "buffer": None if chassis else self.buffer_facts(Counter(p["kind"] for p in ports if p["kind"] is not None),
+                                                             tier),
+            "chassis": chassis,
         }
 
     def tier_buffer_profiles(self, tier: int) -> list[dict[str, Any]]:
@@ -603,9 +607,9 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
             pool = None
     if pool is not None:
         with pool:
-            for files in pool.imap(_render_chunk, chunks):
+            for chunk, files in zip(chunks, pool.imap(_render_chunk, chunks)):
                 yield from files
-                done += len(files) // 2
+                done += len(chunk)
                 if progress:
                     progress(done)
     else:
@@ -662,6 +666,9 @@ def _render_chunk(switches: list[int]) -> list[tuple[str, str]]:
     for v in switches:
         sw = facts.switch(v)
         context = {"sw": sw, "fabric": shared, "version": __version__}
+        if sw["chassis"]:  # SONiC runs one instance per line card of a chassis: its routing only
+            out.append((f"switches/{sw['name']}/frr.conf", render_template(env, "frr/frr.conf.j2", context)))
+            continue
         text = render_template(env, "sonic/config_db.json.j2", context)
         try:
             json.loads(text)

@@ -36,6 +36,7 @@ from .. import __version__
 from ..addressing import bond_name, ip_text, server_block_size, sonic_port_name
 from ..errors import TopoError
 from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, ROLES, Fabric, Links, is_ethernet
+from ..spec import tier_switch
 from .diagram import fabric_svg
 from .templating import render_template, template_environment
 
@@ -124,6 +125,11 @@ def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", imag
     """
     if kind not in CLAB_KINDS:
         raise ExportError(f"unknown containerlab kind {kind!r}; choose one of {', '.join(CLAB_KINDS)}")
+    chassis = [t for t in range(1, fabric.plan.tiers + 1) if tier_switch(fabric.spec, t).chassis]
+    if kind == "sonic-vs" and chassis:
+        t = tier_switch(fabric.spec, chassis[0])
+        raise ExportError(f"containerlab kind sonic-vs: the {ROLES[t.tier]} tier's {t.model} is a modular chassis, "
+                          f"which gets no config_db.json to boot SONiC VS from; use kind linux (FRR)")
     files = {"graph/fabric.graphml": graphml_text(fabric.graph, fabric_edges(fabric))}
     if len(fabric.links) + _peer_count(fabric) <= FULL_DOT_MAX_LINKS:
         files["graph/fabric.dot"] = full_dot(fabric)
