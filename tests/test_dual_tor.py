@@ -108,6 +108,13 @@ def test_a_lost_link_moves_its_queue_pairs_to_the_other_and_both_cut_the_nic():
     assert not route(f, np.array([0]), np.array([8]), qps=4, faults=both).reachable.any()
 
 
+def test_the_peer_link_cannot_be_failed_and_says_why():
+    from topo.errors import AnalysisError
+    f = fabric_of(gpus=256, dual_tor=True)
+    with pytest.raises(AnalysisError, match="port 63 of cluster-leaf-su00-r0a is its dual-ToR peer link"):
+        apply_faults(f, ["cluster-leaf-su00-r0a:63"])
+
+
 def test_bisection_is_the_leaves_uplinks_and_max_flow_agrees():
     for placement in ("rail", "rack"):
         b = bisection(fabric_of(gpus=1024, dual_tor=True, placement=placement))

@@ -134,6 +134,11 @@ def apply_faults(
         if not at_port.any():
             used = np.union1d(links.lo_port[links.lo == vertex], links.hi_port[links.hi == vertex])
             span = f"{used.min()}..{used.max()}" if used.size else "none"
+            peer = fabric.peer_links
+            if peer is not None and (((peer.lo == vertex) | (peer.hi == vertex)) & (peer.lo_port == port)).any():
+                problems.append(f"--fail {item}: port {port} of {name} is its dual-ToR peer link, which carries no "
+                                f"routed traffic in the model (routed ports: {span})")
+                continue
             problems.append(f"--fail {item}: {name} has no link on port {port} (ports in use: {span})")
             continue
         live &= ~at_port
