@@ -166,3 +166,37 @@ def test_the_two_leaves_of_a_pair_agree():
     assert len(macs) == 1  # one LACP partner for the host's bond
     # 32 nodes on a 64-link leaf: 32 bonds, then the peer link of ports 63 and 64
     assert len(a["MCLAG_INTERFACE"]) == 32 and len(a["PORTCHANNEL"]) == 33
+
+
+def test_growth_keeps_both_leaves_of_every_rack():
+    grown = fabric_of(gpus=256, grow_to=1024, dual_tor=True, placement="rack")
+    plan = grown.plan
+    assert (plan.leaves, plan.pairs, plan.sus) == (8, 4, 4)  # 4 racks of 8 nodes, a pair each
+    host = grown.links.kind == 0
+    assert np.bincount(grown.links.lo[host], minlength=plan.nodes).tolist() == [16] * 32
+    assert bisection(grown).agrees
+
+
+def test_polarized_hashing_spreads_a_pairs_traffic_over_both_leaves_and_their_links():
+    f = fabric_of(gpus=1024, dual_tor=True)
+    src = np.arange(0, 64 * 8, 8)  # NIC 0 of the first SU's nodes to NIC 0 of the second SU's
+    r = route(f, src, src + 64 * 8, qps=8, polarized=True)
+    last = r.resources[np.arange(r.links.size), 2] // 2  # the spine's link down to the destination leaf
+    side = (f.links.lo[last] - f.first(1)) % 2
+    par = f.links.lo_port[last] - f.plan.leaf_down_ports - 1  # which of a leaf's uplinks (parallel link)
+    joint = np.bincount(side * 2 + par % 2, minlength=4)
+    assert joint.min() > 0.15 * joint.sum()  # every (leaf, parallel link) taken, none starved
+
+
+def test_dmodk_counts_a_nic_by_its_slot():
+    from topo.analysis.routing import dmodk_index
+    f = fabric_of(gpus=1024, dual_tor=True)
+    # NICs 0 and 8 (node 0 and 1, rail 0) sit on slots 0 and 1 of the pair's a leaf
+    assert dmodk_index(f, np.array([0, 8, 1])).tolist() == [0, 1, 2 * 64]
+
+
+def test_a_folder_without_analysis_still_gives_nccl_two_queue_pairs():
+    from topo.outputs.nccl import nccl_files
+    f = fabric_of(gpus=256, dual_tor=True)
+    env = next(text for rel, text in nccl_files(f).items() if rel.endswith(".env"))
+    assert "NCCL_IB_QPS_PER_CONNECTION=2\n" in env

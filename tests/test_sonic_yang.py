@@ -358,7 +358,7 @@ def sonic_schema() -> Schema:
 
 # --- The configs topo renders ----------------------------------------------------------------------------
 
-ETHERNET_SWITCHES = sorted(name for name, model in switch_catalog().items() if model.technology == "ethernet")
+ETHERNET_SWITCHES = sorted(name for name, model in switch_catalog().items() if model.technology == "ethernet" and not model.chassis)
 #: DEVICE_METADATA type of each role, as topo's templates write it.
 ROLES = {"ToRRouter": "leaf", "LeafRouter": "spine", "SpineRouter": "core"}
 

@@ -125,6 +125,13 @@ def test_cli_builds_and_checks_a_mixed_design(tmp_path):
 CHASSIS = dict(switch="eth-25t-64x400", spine_switch="eth-chassis-648x400")
 
 
+def test_a_chassis_is_no_leaf():
+    with pytest.raises(SpecError, match="switch=eth-chassis-648x400 is a modular chassis, a spine or core"):
+        load_spec({"gpus": 1024, "switch": "eth-chassis-648x400"})
+    with pytest.raises(SpecError, match="leaf_switch=eth-chassis-648x400 is a modular chassis"):
+        load_spec({"gpus": 1024, "leaf_switch": "eth-chassis-648x400", "spine_switch": "eth-25t-64x400"})
+
+
 def test_chassis_spines_hold_648_leaves_in_two_tiers():
     # 648 leaves of 32 uplinks into 32 chassis of 648 ports, one link to each leaf: 20,736 GPUs,
     # where 64-port spines need three tiers
@@ -140,7 +147,8 @@ def test_a_chassis_gets_its_routing_and_no_config_db():
     assert "switches/cluster-spine-00/config_db.json" not in files
     frr = files["switches/cluster-spine-00/frr.conf"]
     # no config_db.json to hold the addresses: the chassis's frr.conf names them, one a cabled port
-    assert frr.count("\n ip address ") == 8 * 32 and "interface Ethernet0\n description to cluster-leaf-su00-r0:" in frr
+    assert frr.count("\n ip address ") == 8 * 32 + 1 and "interface lo\n ip address 10.255.0.9/32\n" in frr
+    assert "interface Ethernet0\n description to cluster-leaf-su00-r0:" in frr
     assert "\n ip address " not in files["switches/cluster-leaf-su00-r0/frr.conf"]
     from topo.outputs.check import bgp_problems
     texts = {rel.split("/")[1]: text for rel, text in files.items() if rel.endswith("frr.conf")}

@@ -107,6 +107,16 @@ def sonic_port_name(port: int, lane: int, lanes: int, breakout: int) -> str:
     return f"Ethernet{(port - 1) * lanes + (lane - 1) * (lanes // breakout)}"
 
 
+def sonic_port_names(port: np.ndarray, lane: np.ndarray, lanes: int, breakout: int) -> list[str]:
+    """:func:`sonic_port_name` of many ports at once (arrays of ports and lanes, from 1).
+
+    >>> sonic_port_names(np.array([1, 2]), np.array([1, 2]), 8, 2)
+    ['Ethernet0', 'Ethernet12']
+    """
+    first = (np.asarray(port, dtype=np.int64) - 1) * lanes + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // breakout)
+    return [f"Ethernet{n}" for n in first.tolist()]
+
+
 def rdma_device(nic: int, bonded: bool = False) -> str:
     """Name of a server's RDMA device by NIC index (``mlx5_0`` ...); with dual-ToR, of the NIC's
     bond (RoCE LAG over its two links: ``mlx5_bond_0`` ...)."""

@@ -36,6 +36,7 @@ CODES: dict[str, str] = {
     "no-switch-model": "no switch model: power and buffers are not a real switch's",
     "no-sonic-platform": "the SONiC configs name no platform or HwSKU",
     "chassis-no-config-db": "a modular chassis gets an frr.conf but no config_db.json",
+    "mclag-iccpd": "dual-ToR leaves need a SONiC image with the MCLAG daemon, iccpd",
     "cabling": "the cabling plan could not meet a rule",
     "prices-incomplete": "the price list leaves items of the bill of materials unpriced",
 }

@@ -33,6 +33,9 @@ PORT_ATTRS = (("nic", "leaf_port"), ("leaf_port", "spine_port"), ("spine_port", 
 #: apart from ``Fabric.links``, which the analyses route over; the graph has them as ``peer-link``.
 PEER_KIND = 3
 PEER_LINK = "peer-link"
+#: Link kinds by number as the outputs name them: the routed kinds, then a dual-ToR peer link.
+KIND_NAMES = (*LINK_KINDS, PEER_LINK)
+assert KIND_NAMES.index(PEER_LINK) == PEER_KIND
 #: Run length of a dual-ToR peer link, in metres: the two leaves of a pair stand side by side in
 #: one rack, so the run is short whatever the fabric's other lengths (docs/cabling.md).
 PEER_LINK_M = 3.0
@@ -171,6 +174,33 @@ def _names(spec: FabricSpec, plan: Plan) -> list[str]:
             for g in range(plan.spines_per_pod) for c in range(plan.cores_per_group)
         ]
     return names
+
+
+def edge_keys(lo: np.ndarray, hi: np.ndarray, vertices: int) -> np.ndarray:
+    """Each link's key in the graph: its rank among the links between its two vertices, in row
+    order (a dual-ToR rack node's links alternate between the two leaves of its pair, so a pair's
+    rows are not always contiguous)."""
+    n = len(lo)
+    key = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        pair = np.asarray(lo, dtype=np.int64) * vertices + hi
+        order = np.argsort(pair, kind="stable")
+        ordered = pair[order]
+        start = np.ones(n, dtype=bool)
+        start[1:] = ordered[1:] != ordered[:-1]
+        starts = np.flatnonzero(start)
+        key[order] = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    return key
+
+
+def cabled_links(fabric: "Fabric") -> Links:
+    """Every cable between two vertices: ``fabric.links``, then a dual-ToR fabric's peer links (kind
+    ``PEER_KIND``, which the analyses do not route); ``fabric.links`` itself otherwise."""
+    links, peer = fabric.links, fabric.peer_links
+    if peer is None or len(peer) == 0:
+        return links
+    return Links(*(np.concatenate([getattr(links, a), getattr(peer, a)])
+                   for a in ("lo", "hi", "lo_port", "hi_port", "lane", "kind", "gbps")))
 
 
 def _grid(*sizes: int) -> list[np.ndarray]:
@@ -387,18 +417,7 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
     lo, hi = links.lo.tolist(), links.hi.tolist()
     lo_port, hi_port, lane = links.lo_port.tolist(), links.hi_port.tolist(), links.lane.tolist()
     kind, gbps = links.kind.tolist(), links.gbps.tolist()
-    # parallel links between one pair get keys 0, 1, ... in row order (a dual-ToR rack node's links
-    # alternate between the two leaves of its pair, so a pair's rows are not always contiguous)
-    same = np.zeros(len(links), dtype=np.int64)
-    if len(links) > 1:
-        pair_key = links.lo.astype(np.int64) * len(names) + links.hi
-        order = np.argsort(pair_key, kind="stable")
-        sorted_key = pair_key[order]
-        new_pair = np.ones(len(links), dtype=bool)
-        new_pair[1:] = sorted_key[1:] != sorted_key[:-1]
-        starts = np.flatnonzero(new_pair)
-        same[order] = np.arange(len(links)) - np.repeat(starts, np.diff(np.append(starts, len(links))))
-    key = same.tolist()
+    key = edge_keys(links.lo, links.hi, len(names)).tolist()  # parallel links: keys 0, 1, ... in row order
 
     def edge(e: int):
         k = kind[e]

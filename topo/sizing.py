@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
 from .errors import SpecError
-from .spec import PEER_LINK_PORTS, FabricSpec, format_ratio, tier_switch
+from .spec import MAX_PAIR_NICS, PEER_LINK_PORTS, FabricSpec, format_ratio, tier_switch
 
 #: Radixes tried when suggesting a switch that would hold a fabric.
 COMMON_RADIXES = (32, 48, 64, 128, 144, 256, 512)
@@ -163,6 +163,9 @@ def _shape(spec: FabricSpec, radix: int, spine_radix: int | None = None) -> _Sha
         up -= PEER_LINK_PORTS
     breakout = spec.port_gbps // spec.link_gbps
     nics_per_leaf = down * breakout
+    if spec.dual_tor and nics_per_leaf > MAX_PAIR_NICS:
+        raise SpecError([f"dual_tor: a leaf pair would serve {nics_per_leaf:,} NICs ({down} downlinks of {breakout} "
+                         f"links), but SONiC numbers its PortChannels with four digits: at most {MAX_PAIR_NICS:,}"])
     links = spec.nic_links  # rail placement: one leaf per link of a node in each scalable unit
     if spec.placement == "rail":
         su_nodes = nics_per_leaf
@@ -442,7 +445,7 @@ def _plan_grown(spec: FabricSpec) -> Plan:
     # the final size's tiers from the start: a spec's tiers apply to the final size (checked there)
     nodes = spec.nodes
     sus = _ceil_div(nodes, final.su_nodes)
-    leaves = sus * final.rails if final.placement == "rail" else sus
+    leaves = sus * (final.rails if final.placement == "rail" else final.homes)  # a rack's leaf, or its pair
     pods = _ceil_div(leaves, final.leaves_per_pod)
     return replace(final, nodes=nodes, sus=sus, leaves=leaves, pods=pods, spines=pods * final.spines_per_pod)
 

@@ -949,8 +949,15 @@ def _leaf_geometry(values: dict[str, Any], given: Mapping[str, Any], problems: l
 
 
 def _check_tier_switches(values: dict[str, Any], problems: list[str]) -> None:
-    """Per-tier models fit together: one technology and one port speed (the radix may differ)."""
+    """Per-tier models fit together: one technology and one port speed (the radix may differ), and
+    no modular chassis as a leaf."""
     tiered = [values.get(f) for f in TIER_SWITCH_FIELDS.values()]
+    leaf = tiered[0] or values.get("switch")
+    if leaf and switch_catalog()[leaf].chassis:
+        field = "leaf_switch" if tiered[0] else "switch"
+        problems.append(f"{field}={leaf} is a modular chassis, a spine or core: a leaf's server ports need its own "
+                        f"SONiC config_db.json, which a chassis (SONiC per line card) does not get; name it as "
+                        f"spine_switch or core_switch and a fixed switch as the leaf")
     if not any(tiered):
         return
     chain = [tiered[0] or values.get("switch")]
@@ -976,6 +983,12 @@ def _check_tier_switches(values: dict[str, Any], problems: list[str]) -> None:
 #: Ports of each leaf of a dual-ToR pair that its peer link (the MCLAG inter-switch link) takes,
 #: out of the leaf's uplinks.
 PEER_LINK_PORTS = 2
+#: Queue pairs per connection on a dual-ToR fabric when none are asked for: the least that gives each
+#: link of a NIC's bond one of a connection's queue pairs (its LAG keeps a queue pair on one link).
+DUAL_TOR_QPS = 2
+#: Most NICs one dual-ToR pair serves: SONiC numbers PortChannels with at most four digits, and the
+#: peer link takes the last number.
+MAX_PAIR_NICS = 9998
 
 
 def _check_dual_tor(values: dict[str, Any], nic_gbps: int | None, planes: Any, problems: list[str]) -> None:

@@ -20,6 +20,7 @@ from ..fabric import Fabric
 from .bisection import Bisection, bisection
 from ..fabric import is_ethernet
 from ..servers import NodeModel, resolve_server
+from ..spec import DUAL_TOR_QPS
 from .collective import (ALGO_INDEX, ALGORITHMS, MAX_CHANNELS, ORDERS, PCIE_EFFICIENCY, PROTOCOL_CHOICES,
                          Connections, channel_layout, connections, graphs, job_nodes, ring_stages, tree_stages)
 from .tuner import (COLLNET_CHAIN, COLLNET_DIRECT, DEFAULT_CONSTANTS, NCCL_VERSION, NVLS, NVLS_TREE, PROTOCOLS, RING, SIMPLE, TREE,
@@ -51,11 +52,6 @@ MAX_HASH_SAMPLES = 256
 UTILISATION_BINS = 10
 #: ``--routing`` values; ``auto`` is D-mod-K on InfiniBand switch models and ECMP on Ethernet.
 ROUTING_CHOICES = ("auto", *ROUTING_MODES)
-
-
-#: Queue pairs per connection on a dual-ToR fabric when none are asked for: the least that gives each
-#: link of a NIC's bond one of a connection's queue pairs (its LAG keeps a queue pair on one link).
-DUAL_TOR_QPS = 2
 
 
 @dataclass(frozen=True)

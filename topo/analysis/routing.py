@@ -314,7 +314,8 @@ def dmodk_index(fabric: Fabric, nic: np.ndarray, tables: PortTables | None = Non
     """
     plan, links = fabric.plan, fabric.links
     tables = tables if tables is not None else port_tables(fabric)
-    link = tables.nic_link[np.asarray(nic, dtype=np.int64)]
+    # a NIC's first link (with dual-ToR, the one to its pair's a leaf: both are on the same slot)
+    link = tables.nic_link.reshape(-1, plan.homes)[np.asarray(nic, dtype=np.int64), 0]
     leaf = links.hi[link].astype(np.int64) - fabric.first(1)
     slot = (links.hi_port[link].astype(np.int64) - 1) * plan.breakout + links.lane[link] - 1
     return leaf * plan.nics_per_leaf + slot
@@ -462,7 +463,10 @@ def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes):
     rows = np.arange(src.size)
     l_src = s_links[rows, s_m]
     a = links.hi[l_src].astype(np.int64) - leaf0
-    h = hashes(rows, np.full(src.size, -1, dtype=np.int64), SPINE_DOWN)
+    # which of the pair's leaves: a spine's one choice among its links down to both leaves, so the leaf
+    # and the parallel link are drawn jointly uniform; the hash is mixed once more so that it does not
+    # repeat the parallel-link choice (which the same key, polarized, would)
+    h = mix64(hashes(rows, np.full(src.size, -1, dtype=np.int64), SPINE_DOWN) ^ _U64(0xD0A1_70B5_2EED_0001))
     d_m = np.where(d_live.all(axis=1), (h % _U64(2)).astype(np.int64), np.where(d_live[:, 1], 1, 0))
     d_leaf = links.hi[d_links].astype(np.int64) - leaf0  # (n, 2): the destination's pair
     local = (d_leaf[:, 0] // 2 == a // 2) & d_live[rows, a % 2]

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..addressing import member_port, rdma_device, sonic_port_name
 from ..catalog import power_class, switch_catalog
-from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M, ROLES, Fabric, is_ethernet
+from ..fabric import KIND_NAMES, LINK_KINDS, PEER_KIND, PEER_LINK_M, ROLES, Fabric, cabled_links, is_ethernet
 from ..spec import tier_switch
 from .media import (COPPER, OPTICAL, Cage, CablingError, MediaCatalog, Medium, MediumAtSpeed, media_catalog,
                     speed_text)
@@ -55,8 +55,7 @@ BOM_COLUMNS = ("category", "item", "tier", "end", "length_m", "quantity", "unit_
 PRICE_COLUMNS = ("unit_price", "price")
 #: Kinds of cabling.csv rows by number: the fabric's link kinds, then the dual-ToR peer link
 #: (``topo.fabric.PEER_KIND``).
-ROW_KINDS = LINK_KINDS + (PEER_LINK,)
-assert ROW_KINDS.index(PEER_LINK) == PEER_KIND
+ROW_KINDS = KIND_NAMES
 #: Cable id prefix per row kind.
 CABLE_PREFIX = ("NL", "LS", "SC", "PL")
 #: Tier of the switch at each row kind's ``a`` end and of the vertex at its ``b`` end (0: a server).
@@ -403,9 +402,8 @@ class _Rows:
 def _link_columns(fabric: Fabric) -> tuple[np.ndarray, ...]:
     """(kind, lo, hi, lo_port, hi_port, lane, gbps) of every link to cable, int64: the fabric's
     links, then the dual-ToR peer links (lo: the pair's a leaf, hi: its b leaf)."""
-    parts = [fabric.links] + ([fabric.peer_links] if fabric.peer_links is not None else [])
-    return tuple(np.concatenate([getattr(p, f).astype(np.int64) for p in parts])
-                 for f in ("kind", "lo", "hi", "lo_port", "hi_port", "lane", "gbps"))
+    links = cabled_links(fabric)
+    return tuple(getattr(links, f).astype(np.int64) for f in ("kind", "lo", "hi", "lo_port", "hi_port", "lane", "gbps"))
 
 
 def _rows(fabric: Fabric, ends: _Ends) -> _Rows:

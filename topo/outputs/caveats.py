@@ -153,6 +153,11 @@ def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
                      "config_db.json names no SONiC platform or HwSKU and numbers lanes generically: "
                      "merge it into the switch's own configuration (config load), never config reload "
                      "(docs/configs.md); --switch or --platform gives a real SKU")
+    if configs and fabric.plan.homes == 2:
+        yield Caveat("mclag-iccpd",
+                     "the dual-ToR leaves' MCLAG pairs run on SONiC's iccpd, which SONiC builds only with "
+                     "INCLUDE_ICCPD=y and many images leave out: check that the image has the iccpd container "
+                     "(each config_db.json enables it, FEATURE|iccpd) before loading the configs")
     if configs and chassis:
         first = chassis[0]
         roles = ", ".join(ROLES[t.tier] for t in chassis)

@@ -27,9 +27,10 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from .. import __version__
-from ..addressing import bond_name, ip_text, member_port, pair_gateway, rdma_device, server_block_size, sonic_port_name
+from ..addressing import (bond_name, ip_text, member_port, pair_gateway, rdma_device, server_block_size,
+                          sonic_port_name, sonic_port_names)
 from ..catalog import Platform, platform_catalog, switch_catalog
-from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M, ROLES, Fabric, is_ethernet
+from ..fabric import KIND_NAMES, LINK_KINDS, PEER_LINK, PEER_LINK_M, ROLES, Fabric, cabled_links, is_ethernet
 from ..spec import tier_switch
 from .buffers import BufferLayout, PortLoad, switch_layout
 from .qos import BROADCOM_ASICS, QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
@@ -42,15 +43,10 @@ CONFIG_OUTPUTS = (
     ("hosts/roce-qos.sh", "host/roce-qos.sh.j2", "the node type"),
 )
 
-#: Link kinds by number as the configs name them: the routed kinds, then a dual-ToR peer link.
-KIND_NAMES = (*LINK_KINDS, PEER_LINK)
-assert KIND_NAMES.index(PEER_LINK) == PEER_KIND
 #: Dual-ToR: the VLAN of a pair's servers (one subnet per pair; VLANs are local to a pair), the
 #: PortChannel of its peer link, and the first of its servers' PortChannels (one per NIC slot).
 PAIR_VLAN = 1000
 PEER_PORTCHANNEL = "PortChannel9999"
-#: Most NICs one pair serves: SONiC numbers PortChannels with at most four digits.
-MAX_PAIR_NICS = 9998
 
 #: SONiC's device types for the tiers of a Clos: T0 (top of rack), T1, T2.
 SONIC_TYPES = {"leaf": "ToRRouter", "spine": "LeafRouter", "core": "SpineRouter"}
@@ -111,8 +107,7 @@ def _ends(fabric: Fabric) -> _Ends:
         host = links.kind == 0
         lo_ip, hi_ip = np.where(host, 0, lo_ip).astype(np.uint32), np.where(host, 0, hi_ip).astype(np.uint32)
         peer = fabric.peer_links
-        links = type(links)(*(np.concatenate([getattr(links, a), getattr(peer, a)])
-                              for a in ("lo", "hi", "lo_port", "hi_port", "lane", "kind", "gbps")))
+        links = cabled_links(fabric)
         zero = np.zeros(len(peer), dtype=np.uint32)
         lo_ip, hi_ip = np.concatenate([lo_ip, zero]), np.concatenate([hi_ip, zero])
     vertex = np.concatenate([links.lo, links.hi]).astype(np.int64)
@@ -547,11 +542,9 @@ def dual_tor_addresses_csv(fabric: Fabric) -> str:
     host_pool = int(ipaddress.IPv4Network(fabric.spec.host_pool).network_address)
     block = host_pool + (address - host_pool) // size * size
     lanes = fabric.addressing.tier_lanes(1)
-    step = lanes // fabric.plan.breakout
 
-    def ports(r: np.ndarray) -> list[str]:  # sonic_port_name, over many links at once
-        return [f"Ethernet{n}" for n in ((links.hi_port[r].astype(np.int64) - 1) * lanes
-                                         + (links.lane[r].astype(np.int64) - 1) * step).tolist()]
+    def ports(r: np.ndarray) -> list[str]:
+        return sonic_port_names(links.hi_port[r], links.lane[r], lanes, fabric.plan.breakout)
 
     nic = (links.lo_port[a] // 2).tolist()
     names = fabric.names

@@ -304,7 +304,7 @@ def _legend(fabric: Fabric, level: str) -> str:
                      f'stroke-width="2"/><text x="{x + 30}" y="{y}">peer links (leaf pairs)</text>')
         x += 190
     if level == "switches" and fabric.plan.placement == "rail":
-        rails = min(fabric.plan.rails, len(RAIL_COLOURS))
+        rails = min(fabric.plan.nic_rails, len(RAIL_COLOURS))  # the leaves' rail: a NIC's, in every plane or pair
         for r in range(rails):
             parts.append(f'<rect x="{x}" y="{y - 12}" width="14" height="14" fill="{RAIL_COLOURS[r]}"/>'
                          f'<text x="{x + 18}" y="{y}">rail {r}</text>')

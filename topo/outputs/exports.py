@@ -35,7 +35,8 @@ import numpy as np
 from .. import __version__
 from ..addressing import bond_name, ip_text, server_block_size, sonic_port_name
 from ..errors import TopoError
-from ..fabric import LINK_KINDS, PEER_KIND, PEER_LINK, ROLES, Fabric, Links, is_ethernet
+from ..fabric import KIND_NAMES, PEER_KIND, ROLES, Fabric, edge_keys, is_ethernet
+from ..fabric import cabled_links as all_links
 from ..spec import tier_switch
 from .diagram import fabric_svg
 from .templating import render_template, template_environment
@@ -68,8 +69,7 @@ EXPORT_OUTPUTS = (
 
 #: Link kind names by kind number: the routed kinds of ``fabric.links``, then a dual-ToR peer link
 #: (``fabric.peer_links``, kind ``PEER_KIND``).
-_KINDS = (*LINK_KINDS, PEER_LINK)
-assert _KINDS.index(PEER_LINK) == PEER_KIND
+_KINDS = KIND_NAMES
 #: Fill colours of vertices by tier, and of links by kind, in the DOT files.
 _TIER_COLOURS = ("#e8e8e8", "#c6dbef", "#9ecae1", "#6baed6")
 _KIND_COLOURS = ("#bdbdbd", "#4292c6", "#08519c", "#756bb1")
@@ -146,16 +146,6 @@ def _peer_count(fabric: Fabric) -> int:
     return 0 if fabric.peer_links is None else len(fabric.peer_links)
 
 
-def all_links(fabric: Fabric) -> Links:
-    """``fabric.links`` followed by a dual-ToR fabric's peer links (kind ``PEER_KIND``): every
-    cable between two vertices, as the exports draw them; ``fabric.links`` itself otherwise."""
-    links, peer = fabric.links, fabric.peer_links
-    if peer is None or len(peer) == 0:
-        return links
-    return Links(*(np.concatenate([getattr(links, a), getattr(peer, a)])
-                   for a in ("lo", "hi", "lo_port", "hi_port", "lane", "kind", "gbps")))
-
-
 def fabric_edges(fabric: Fabric) -> list[tuple[str, str, dict]]:
     """The graph's edges as (u, v, attributes) in link order: ``fabric.links`` row by row, then
     the peer links.
@@ -168,16 +158,7 @@ def fabric_edges(fabric: Fabric) -> list[tuple[str, str, dict]]:
     """
     links = all_links(fabric)
     names, adj = fabric.names, fabric.graph.adj
-    n = len(links)
-    key = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        pair = links.lo.astype(np.int64) * len(names) + links.hi
-        order = np.argsort(pair, kind="stable")
-        ordered = pair[order]
-        start = np.ones(n, dtype=bool)
-        start[1:] = ordered[1:] != ordered[:-1]
-        starts = np.flatnonzero(start)
-        key[order] = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    key = edge_keys(links.lo, links.hi, len(names))
     out = []
     for a, b, k in zip(links.lo.tolist(), links.hi.tolist(), key.tolist()):
         u, v = names[a], names[b]

@@ -32,6 +32,7 @@ from .. import __version__
 from ..addressing import rdma_device
 from ..errors import SpecError
 from ..fabric import Fabric, is_ethernet
+from ..spec import DUAL_TOR_QPS
 from ..servers import NVSWITCH_CLASS, ServerProfile, check_server, resolve_server
 from .nccl_xml import TOPO_XML_MAX_NODES, NcclXmlError, XmlElement, check_topology, dump_xml
 from .qos import QOS_PROFILES
@@ -204,6 +205,10 @@ def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | Non
                   f"{analysis.allreduce.details['routing'] or 'no fabric'} routing, {o.cc} congestion control)")
         if o.qps > MAX_NCCL_QPS:
             source += f"; NCCL takes at most {MAX_NCCL_QPS}"
+    elif spec.dual_tor:
+        qps = DUAL_TOR_QPS
+        source = (f"{DUAL_TOR_QPS}, one on each link of a NIC's dual-ToR bond, as no congestion analysis was "
+                  f"given (topo analyze --qps N compares values on this fabric)")
     else:
         qps = 1
         source = ("NCCL's default of 1, as no congestion analysis was given (topo analyze --qps N "

@@ -254,7 +254,7 @@ def placement_facts(fabric: Fabric) -> dict[str, Any]:
         "name": spec.name,
         "tiers": plan.tiers,
         "placement": plan.placement,
-        "unit_term": "scalable unit" if rail else "leaf",
+        "unit_term": "scalable unit" if rail else "leaf pair" if plan.homes == 2 else "leaf",
         "gpus": n * gpus,
         "node_count": n,
         "gpus_per_node": gpus,
