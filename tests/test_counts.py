@@ -19,7 +19,8 @@ BUILDS = {
     "splitter-200G-NICs": ["--gpus", "1024", "--switch", "eth-51t-64x800", "--nic-gbps", "200"],
     "rack-copper": ["--gpus", "768", "--placement", "rack", "--switch", "eth-25t-64x400", "--oversubscription", "3"],
     "infiniband": ["--gpus", "1024", "--switch", "ndr-64x400"],
-    "three-tier": ["--gpus", "4096", "--switch", "eth-25t-64x400", "--tiers", "3"],
+    "three-tier": ["--gpus", "2048", "--switch", "eth-25t-64x400", "--tiers", "3"],
+    "dual-tor": ["--gpus", "512", "--dual-tor"],  # the peer links in every count
 }
 
 
@@ -44,9 +45,12 @@ def test_every_output_prints_the_same_counts(build):
     transceivers = cab["transceivers"]["total"]
     # summary.json and --format json: the tier rows are the cabling plan's
     assert data["cables"] == cables and data["cable_pieces"] == pieces
-    assert sum(row["cables_below"] for row in data["per_tier"].values()) == cables
-    assert sum(row["pieces_below"] for row in data["per_tier"].values()) == pieces
-    assert sum(row["links_below"] for row in data["per_tier"].values()) == links == data["links"]["total"]
+    # a dual-ToR pair's peer links join two leaves: in the totals, in no tier's "below"
+    peer = data["dual_tor"] or {"peer_link_cables": 0, "peer_link_pieces": 0, "peer_links": 0}
+    assert sum(row["cables_below"] for row in data["per_tier"].values()) + peer["peer_link_cables"] == cables
+    assert sum(row["pieces_below"] for row in data["per_tier"].values()) + peer["peer_link_pieces"] == pieces
+    assert sum(row["links_below"] for row in data["per_tier"].values()) + peer["peer_links"] == links \
+        == data["links"]["total"]
     # the tier table's total row and the cabling line
     total = next(line for line in stdout.splitlines() if line.startswith("total "))
     assert _number(total.split()[-2]) == cables and _number(total.split()[-3]) == links

@@ -385,7 +385,7 @@ BUILDS = {
     "partly-filled-leaves": dict(gpus=200),
     "cable-lengths-in-tenths": dict(gpus=256, cable_node_leaf_m=2.5, cable_leaf_spine_m=30.5),
     # the shapes of docs/fabric.md "Fabric shapes"
-    "undersubscribed-15-17": dict(gpus=960, oversubscription="15:17"),
+    "undersubscribed-15-17": dict(gpus=240, oversubscription="15:17"),
     "grown-256-to-1024": dict(gpus=256, grow_to=1024),
     "rail-only": dict(gpus=64, tiers=1),
     "b300-two-planes": dict(gpus=512, switch="eth-51t-128x400", nic_gbps=800, planes=2),

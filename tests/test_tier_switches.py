@@ -112,7 +112,7 @@ def test_configs_use_each_tiers_sku_and_port_names():
 def test_cli_builds_and_checks_a_mixed_design(tmp_path):
     out = tmp_path / "mixed"
     result = CliRunner().invoke(main, ["build", "--gpus", "512", "--switch", "eth-25t-64x400", "--spine-switch",
-                                       "eth-51t-128x400", "-o", str(out), "-q"], prog_name="topo")
+                                       "eth-51t-128x400", "-o", str(out), "-q", "--no-analysis"], prog_name="topo")
     assert result.exit_code == 0, result.output
     assert "switches: leaf 64 x 400G (eth-25t-64x400), spine 128 x 400G (eth-51t-128x400)" in result.output
     summary = json.loads((out / "summary.json").read_text())
