@@ -37,7 +37,7 @@ from .analysis.collective import ALGORITHMS, PROTOCOL_CHOICES
 from .analysis.routing import HASH_FIELDS
 from .outputs.build import build_files, template_sources
 from .outputs.cabling import cabling_line, plan_cabling
-from .outputs.summary import Summary, summarize
+from .outputs.summary import Summary, dual_tor_line, summarize
 from .outputs.templating import format_size
 from .outputs.check import check_folder, design_problems
 from .outputs.design import server_file
@@ -394,13 +394,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
-
-
-def dual_tor_line(d: dict) -> str:
-    """The console's line on a dual-ToR fabric's leaf pairs."""
-    return (f"dual-ToR: {_plural(d['pairs'], 'leaf pair')} (MCLAG), each NIC bonded over 2 x {d['link_gbps']}G links, one "
-            f"to each leaf of its pair; a peer link of {d['peer_link_ports']} x {d['peer_link_gbps'] // d['peer_link_ports']}G "
-            f"per pair, out of the leaves' uplinks ({d['leaf_uplinks']} left)")
 
 
 def summary_table(summary: Summary) -> str:

@@ -176,21 +176,28 @@ def _names(spec: FabricSpec, plan: Plan) -> list[str]:
     return names
 
 
+def rank_within(group: np.ndarray) -> np.ndarray:
+    """Position of each element among the elements of its group (equal values), in input order.
+
+    >>> rank_within(np.array([5, 3, 5, 5, 3])).tolist()
+    [0, 0, 1, 2, 1]
+    """
+    group = np.asarray(group)
+    order = np.argsort(group, kind="stable")
+    ordered = group[order]
+    start = np.ones(group.size, dtype=bool)
+    start[1:] = ordered[1:] != ordered[:-1]
+    starts = np.flatnonzero(start)
+    rank = np.empty(group.size, dtype=np.int64)
+    rank[order] = np.arange(group.size) - np.repeat(starts, np.diff(np.append(starts, group.size)))
+    return rank
+
+
 def edge_keys(lo: np.ndarray, hi: np.ndarray, vertices: int) -> np.ndarray:
     """Each link's key in the graph: its rank among the links between its two vertices, in row
     order (a dual-ToR rack node's links alternate between the two leaves of its pair, so a pair's
     rows are not always contiguous)."""
-    n = len(lo)
-    key = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        pair = np.asarray(lo, dtype=np.int64) * vertices + hi
-        order = np.argsort(pair, kind="stable")
-        ordered = pair[order]
-        start = np.ones(n, dtype=bool)
-        start[1:] = ordered[1:] != ordered[:-1]
-        starts = np.flatnonzero(start)
-        key[order] = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
-    return key
+    return rank_within(np.asarray(lo, dtype=np.int64) * vertices + hi)
 
 
 def cabled_links(fabric: "Fabric") -> Links:

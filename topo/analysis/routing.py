@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..fabric import Fabric
+from ..fabric import Fabric, rank_within
 from .faults import Faults, no_faults
 from .updown import UNREACHABLE, UpDown, updown
 
@@ -431,18 +431,6 @@ def _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out):
         down_to_leaf(far, 4, target, bf)
 
 
-def _rank_within(group: np.ndarray) -> np.ndarray:
-    """Position of each element among the elements of its group, in input order."""
-    order = np.argsort(group, kind="stable")
-    g = group[order]
-    start = np.ones(g.size, dtype=bool)
-    start[1:] = g[1:] != g[:-1]
-    first = np.flatnonzero(start)
-    rank = np.empty(g.size, dtype=np.int64)
-    rank[order] = np.arange(g.size) - np.repeat(first, np.diff(np.append(first, g.size)))
-    return rank
-
-
 def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes):
     """The first and last link of every sub-flow between dual-ToR NICs, and its two leaves.
 
@@ -458,7 +446,7 @@ def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes):
     members = tables.nic_link.reshape(-1, 2)
     s_links, d_links = members[src], members[dst]
     s_live, d_live = live[s_links], live[d_links]
-    turn = _rank_within(src) % 2  # the bond's queue pairs alternate between its links
+    turn = rank_within(src) % 2  # the bond's queue pairs alternate between its links
     s_m = np.where(s_live.all(axis=1), turn, np.where(s_live[:, 1], 1, 0))
     rows = np.arange(src.size)
     l_src = s_links[rows, s_m]

@@ -29,6 +29,7 @@ from ..fabric import Fabric
 from .design import spec_and_inputs
 from .diagram import fabric_svg
 from .plots import busbw_svg, prefix_ids, utilisation_svg
+from .summary import dual_tor_line
 from .templating import format_size, render_template, template_environment
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -243,10 +244,7 @@ def _tier_section(r: Review) -> dict[str, Any]:
                                   for t in s["per_tier"].values())),
         f"{s['scalable_units']:,} {unit}{'s' if s['scalable_units'] != 1 else ''} of {s['su_nodes']} nodes"
         + (f", {s['pods']} pods" + (" a plane" if s.get("planes", 1) > 1 else "") if s["tiers"] == 3 else ""),
-        *([f"dual-ToR: {s['dual_tor']['pairs']:,} leaf pair{'s' if s['dual_tor']['pairs'] != 1 else ''} (MCLAG), each NIC "
-            f"bonded over 2 x {s['dual_tor']['link_gbps']}G links, one to each leaf of its pair; a peer link of "
-            f"{s['dual_tor']['peer_link_ports']} x {s['dual_tor']['peer_link_gbps'] // s['dual_tor']['peer_link_ports']}G "
-            f"per pair, out of the leaves' uplinks ({s['dual_tor']['leaf_uplinks']} left)"] if s.get("dual_tor") else []),
+        *([dual_tor_line(s["dual_tor"])] if s.get("dual_tor") else []),
         (f"parallel links: {s['parallel_links']['leaf-spine']} per leaf-spine pair"
          + (f", {s['parallel_links']['spine-core']} per spine-core pair" if s["tiers"] == 3 else "")) if s["tiers"] > 1
         else "one tier: no spines" + (", one switch per rail (rail-only: traffic between rails crosses NVLink "

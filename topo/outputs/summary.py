@@ -131,6 +131,15 @@ def ports_used(fabric: Fabric) -> np.ndarray:
     return lo + hi
 
 
+def dual_tor_line(d: dict[str, Any]) -> str:
+    """The summary's line on a dual-ToR fabric's leaf pairs (``d``: its ``dual_tor`` facts), as the
+    console and the design review print it."""
+    pairs = f"{d['pairs']:,} leaf pair" + ("" if d["pairs"] == 1 else "s")
+    return (f"dual-ToR: {pairs} (MCLAG), each NIC bonded over 2 x {d['link_gbps']}G links, one to each leaf of "
+            f"its pair; a peer link of {d['peer_link_ports']} x {d['peer_link_gbps'] // d['peer_link_ports']}G per "
+            f"pair, out of the leaves' uplinks ({d['leaf_uplinks']} left)")
+
+
 def dual_tor_facts(fabric: Fabric, cabling: "Cabling | None" = None) -> dict[str, Any] | None:
     """A dual-ToR fabric's pairs: how many, the links of a NIC's bond, the peer links (None
     without dual-ToR).
