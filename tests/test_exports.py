@@ -70,6 +70,9 @@ SHAPES = {
     "two-planes-three-tier": dict(gpus=16, gpus_per_node=1, nics_per_node=1, nic_gbps=800, planes=2, radix=4,
                                   tiers=3),
     "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
+    # tiers of different port speeds: the faster tier's ports broken out to the slower
+    "spine-800g-over-400g-leaves": dict(gpus=256, switch="eth-25t-64x400", spine_switch="eth-51t-64x800"),
+    "leaf-800g-under-400g-spines": dict(gpus=256, switch="eth-51t-64x800", spine_switch="eth-51t-128x400"),
     # leaf pairs: two half-speed member links per NIC (one to each leaf of a pair), peer links
     "dual-tor-rail": dict(gpus=1024, dual_tor=True),
     "dual-tor-rack": dict(gpus=256, dual_tor=True, placement="rack"),  # a node's members alternate a, b

@@ -392,6 +392,9 @@ BUILDS = {
     "mixed-leaf-spine": dict(gpus=512, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
     "mixed-core": dict(gpus=32, gpus_per_node=1, nics_per_node=1, radix=8, core_switch="eth-12t-32x400", tiers=3),
     "chassis-spine": dict(gpus=256, switch="eth-25t-64x400", spine_switch="eth-chassis-648x400"),
+    # tiers of different port speeds: the faster tier's ports broken out to the slower
+    "spine-800g-over-400g-leaves": dict(gpus=256, switch="eth-25t-64x400", spine_switch="eth-51t-64x800"),
+    "leaf-800g-under-400g-spines": dict(gpus=256, switch="eth-51t-64x800", spine_switch="eth-51t-128x400"),
     "dual-tor": dict(gpus=256, dual_tor=True),
     "dual-tor-sn5600-rack": dict(gpus=128, switch="eth-51t-64x800", nic_gbps=400, dual_tor=True, placement="rack"),
     "dual-tor-three-tier": dict(gpus=32, gpus_per_node=1, nics_per_node=1, radix=8, tiers=3, dual_tor=True),

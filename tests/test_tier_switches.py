@@ -55,7 +55,6 @@ def test_tier_switch_defaults_and_platforms():
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(gpus=256, spine_switch="eth-51t-64x800"), r"spine_switch=eth-51t-64x800 has 800G ports and leaf_switch=generic 400G"),
     (dict(gpus=256, switch="eth-25t-64x400", spine_switch="ndr-64x400"), "mix Ethernet and InfiniBand"),
     (dict(gpus=256, leaf_switch="eth-25t-64x400", radix=32), r"radix=32 conflicts with leaf_switch=eth-25t-64x400"),
     (dict(gpus=256, spine_switch="eth-51t-128k400"), r"unknown switch model 'eth-51t-128k400' \(did you mean 'eth-51t-128x400'\?\)"),

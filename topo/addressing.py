@@ -117,6 +117,18 @@ def sonic_port_names(port: np.ndarray, lane: np.ndarray, lanes: int, breakout: i
     return [f"Ethernet{n}" for n in first.tolist()]
 
 
+def switch_lanes_names(port: np.ndarray, lane: np.ndarray, lanes: np.ndarray, breakout: np.ndarray) -> list[str]:
+    """:func:`sonic_port_name` of many ports whose SerDes lanes and breakout differ port by port.
+
+    >>> switch_lanes_names(np.array([1, 1]), np.array([1, 2]), np.array([8, 8]), np.array([1, 2]))
+    ['Ethernet0', 'Ethernet4']
+    """
+    lanes = np.asarray(lanes, dtype=np.int64)
+    first = ((np.asarray(port, dtype=np.int64) - 1) * lanes
+             + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // np.asarray(breakout, dtype=np.int64)))
+    return [f"Ethernet{n}" for n in first.tolist()]
+
+
 def rdma_device(nic: int, bonded: bool = False) -> str:
     """Name of a server's RDMA device by NIC index (``mlx5_0`` ...); with dual-ToR, of the NIC's
     bond (RoCE LAG over its two links: ``mlx5_bond_0`` ...)."""
@@ -149,9 +161,9 @@ def _pool_size_error(field: str, pool: ipaddress.IPv4Network, need: int, what: s
 
 def link_counts(plan: Plan) -> tuple[int, int]:
     """(server links, switch-to-switch links) of a plan."""
-    fabric_links = plan.leaves * plan.leaf_up_ports
+    fabric_links = plan.leaves * plan.leaf_uplinks
     if plan.tiers == 3:
-        fabric_links += plan.spines * plan.spine_up_ports
+        fabric_links += plan.spines * plan.spine_uplinks
     return plan.nodes * plan.rails, fabric_links
 
 
@@ -174,6 +186,32 @@ def server_block_size(plan: Plan) -> int:
 def server_blocks(plan: Plan) -> int:
     """Server blocks of a plan: one per leaf, or one per dual-ToR pair."""
     return plan.leaves // plan.homes
+
+
+def _switch_breakout_problems(spec: FabricSpec, plan: Plan) -> list[str]:
+    """Where tiers of different port speeds meet, the faster tier's ports must break out: into no
+    more links than their SerDes lanes, on a SKU that offers breakout."""
+    from .catalog import platform_catalog
+    from .spec import TIER_SWITCH_FIELDS, tier_switch
+
+    problems = []
+    for kind, (lower, upper) in ((1, (1, 2)), (2, (2, 3))):
+        if kind >= plan.tiers:
+            continue
+        for tier, lanes, other in zip((lower, upper), plan.lanes(kind), (upper, lower)):
+            if lanes == 1:
+                continue
+            sw, slow = tier_switch(spec, tier), tier_switch(spec, other)
+            what = (f"{TIER_SWITCH_FIELDS[tier]}={sw.model or 'generic'}'s {sw.port_gbps}G ports meet "
+                    f"{TIER_SWITCH_FIELDS[other]}={slow.model or 'generic'}'s {slow.port_gbps}G ports, a breakout "
+                    f"into {lanes} links")
+            serdes = lanes_per_port(spec, tier)
+            if lanes > serdes:
+                problems.append(f"{what}, but a port has {serdes} SerDes lanes")
+            if sw.platform is not None and platform_catalog()[sw.platform].alias_style == "none":
+                problems.append(f"{what}, but platform {sw.platform} offers no breakout; pick another SKU of "
+                                f"{sw.model}")
+    return problems
 
 
 def check_addressing(spec: FabricSpec, plan: Plan) -> int:
@@ -207,6 +245,7 @@ def check_addressing(spec: FabricSpec, plan: Plan) -> int:
             f"{what} on port_gbps={spec.port_gbps} is a breakout into {plan.breakout} "
             f"links, but a port has {lanes} SerDes lanes; at most {lanes} links per port "
             f"(links of {spec.port_gbps // lanes}G or more)")
+    problems += _switch_breakout_problems(spec, plan)
     groups = (1 if plan.tiers == 3 else 0) + plan.pods + plan.leaves
     size = spec.asn_size
     if size == "auto":

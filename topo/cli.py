@@ -37,7 +37,7 @@ from .analysis.collective import ALGORITHMS, PROTOCOL_CHOICES
 from .analysis.routing import HASH_FIELDS
 from .outputs.build import build_files, template_sources
 from .outputs.cabling import cabling_line, plan_cabling
-from .outputs.summary import Summary, dual_tor_line, summarize
+from .outputs.summary import Summary, breakout_line, dual_tor_line, summarize, switches_line
 from .outputs.templating import format_size
 from .outputs.check import check_folder, design_problems
 from .outputs.design import server_file
@@ -399,19 +399,17 @@ def _cell(value: Any) -> str:
 def summary_table(summary: Summary) -> str:
     s = summary
     kind = ("rail-only" if s.tiers == 1 else "rail-optimized") if s.placement == "rail" else "rack (ToR)"
-    model = f" ({s.switch_model})" if s.switch_model else ""
     unit = "scalable units" if s.placement == "rail" else "racks"
     head = [
         f"{s.name}: {s.gpus:,} GPUs on {_plural(s.nodes, 'node')} ({_plural(s.gpus_per_node, 'GPU')}, "
         f"{s.nics_per_node} x {s.nic_gbps}G {'NIC' if s.nics_per_node == 1 else 'NICs'} each"
         + (f", {s.planes} x {s.nic_gbps // s.planes}G ports a NIC" if s.planes > 1 else "") + "), "
         f"{kind}, {_plural(s.tiers, 'tier')}" + (f", {s.planes} planes" if s.planes > 1 else ""),
-        (f"switches: radix {s.radix} x {s.port_gbps}G{model}; " if len({(r.model, r.radix) for r in s.tier_rows}) == 1
-         else "switches: " + ", ".join(f"{r.role} {r.radix} x {s.port_gbps}G" + (f" ({r.model})" if r.model else "")
-                                       for r in s.tier_rows) + "; ")
+        switches_line(s.to_dict()) + "; "
         + f"{_plural(s.scalable_units, unit[:-1])} of {_plural(s.su_nodes, 'node')}" + (f"; {s.pods} pods" + (" a plane" if s.planes > 1 else "") if s.tiers == 3 else ""),
         *([f"parallel links: {s.leaf_spine_parallel} per leaf-spine pair"
            + (f", {s.spine_core_parallel} per spine-core pair" if s.tiers == 3 else "")] if s.tiers > 1 else []),
+        *([breakout_line(s.breakouts)] if s.breakouts else []),
         *([growth_line(s.growth)] if s.growth else []),
         *([dual_tor_line(s.dual_tor)] if s.dual_tor else []),
         "",

@@ -47,7 +47,9 @@ class Links:
 
     ``lo`` is the lower-tier end. ``lo_port`` is the NIC index (= rail, from 0) on a server and the
     front-panel port (from 1) on a switch; ``hi_port`` is always a switch port (from 1); ``lane`` is
-    the breakout lane (from 1) of a leaf downlink port, 1 when the port is not broken out.
+    the breakout lane (from 1) of the one end whose port is broken out, 1 when neither is: the leaf
+    end of a server link, and where two tiers of different port speeds meet, the faster end
+    (:meth:`~topo.sizing.Plan.lanes` says which; :func:`end_lanes` gives both ends).
     """
 
     lo: np.ndarray
@@ -242,15 +244,22 @@ def _peer_links(spec: FabricSpec, plan: Plan) -> Links:
                  kind=np.full(m.size, PEER_KIND, np.int8), gbps=np.full(m.size, spec.port_gbps, np.int32))
 
 
+def _on_ports(lo_slot: np.ndarray, hi_slot: np.ndarray, lanes: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """(lo port offset, hi port offset, lane) of links at link slots ``lo_slot`` / ``hi_slot`` (from 0)
+    of each end: a slot is a port, or a lane of a broken-out port at the end with ``lanes`` > 1."""
+    lo_lanes, hi_lanes = lanes
+    lane = np.where(lo_lanes > 1, lo_slot % lo_lanes, hi_slot % hi_lanes) + 1
+    return lo_slot // lo_lanes, hi_slot // hi_lanes, lane
+
+
 def _leaf_spine(plan: Plan, leaf0: int, spine0: int) -> tuple[np.ndarray, ...]:
     """Each leaf to each spine of its pod, ``leaf_spine_links`` parallel links each."""
     par = plan.leaf_spine_links
     leaf, j, m = _grid(plan.leaves, plan.spines_per_pod, par)
     pod, local = leaf // plan.leaves_per_pod, leaf % plan.leaves_per_pod
     spine = pod * plan.spines_per_pod + j
-    leaf_port = plan.leaf_down_ports + 1 + j * par + m
-    spine_port = local * par + m + 1
-    return leaf0 + leaf, spine0 + spine, leaf_port, spine_port, np.ones_like(m)
+    leaf_off, spine_off, lane = _on_ports(j * par + m, local * par + m, plan.lanes(1))
+    return leaf0 + leaf, spine0 + spine, plan.leaf_down_ports + 1 + leaf_off, spine_off + 1, lane
 
 
 def _spine_core(plan: Plan, spine0: int, core0: int) -> tuple[np.ndarray, ...]:
@@ -259,9 +268,55 @@ def _spine_core(plan: Plan, spine0: int, core0: int) -> tuple[np.ndarray, ...]:
     pod, j, c, m = _grid(plan.pods, plan.spines_per_pod, plan.cores_per_group, par)
     spine = pod * plan.spines_per_pod + j
     core = j * plan.cores_per_group + c
-    spine_port = plan.spine_down_ports + 1 + c * par + m
-    core_port = pod * par + m + 1
-    return spine0 + spine, core0 + core, spine_port, core_port, np.ones_like(m)
+    spine_off, core_off, lane = _on_ports(c * par + m, pod * par + m, plan.lanes(2))
+    return spine0 + spine, core0 + core, plan.spine_down_ports + 1 + spine_off, core_off + 1, lane
+
+
+def end_lanes(plan: Plan, links: Links) -> tuple[np.ndarray, np.ndarray]:
+    """(lane at the lower end, lane at the upper end) of every link, from 1: ``links.lane`` at the
+    end whose port is broken out (:meth:`Plan.lanes`), 1 at the other."""
+    at_lo = np.array([plan.lanes(k)[0] > 1 for k in range(3)] + [False])[links.kind]
+    lane = links.lane.astype(np.int64)
+    return np.where(at_lo, lane, 1), np.where(at_lo, 1, lane)
+
+
+def switch_port_names(fabric: "Fabric", links: Links) -> tuple[list[str], list[str]]:
+    """The SONiC names (``Ethernet<first SerDes lane>``) of the ports at the (lower, upper) end of
+    every link of ``links`` (the fabric's, or :func:`cabled_links`), with each tier's SerDes lanes a
+    port and each end's breakout: a server link's lower end (a NIC) is ``""``.
+
+    >>> from topo import load_spec
+    >>> f = build_fabric(load_spec({"gpus": 256, "spine_switch": "eth-51t-64x800"}))
+    >>> lo, hi = switch_port_names(f, f.links)
+    >>> [(lo[i], hi[i]) for i in np.flatnonzero(f.links.kind == 1)[:2]]
+    [('Ethernet128', 'Ethernet0'), ('Ethernet132', 'Ethernet4')]
+    """
+    from .addressing import switch_lanes_names
+
+    plan = fabric.plan
+    kind = links.kind.astype(np.int64)
+    lo_lane, hi_lane = end_lanes(plan, links)
+    lanes = np.array([plan.lanes(k) for k in range(3)] + [(1, 1)], dtype=np.int64)[kind]
+    tiers = np.array([(0, 1), (1, 2), (2, 3), (1, 1)], dtype=np.int64)[kind]  # a peer link: leaf to leaf
+    serdes = np.array([0] + [fabric.addressing.tier_lanes(t) if t <= plan.tiers else 1 for t in (1, 2, 3)],
+                      dtype=np.int64)
+    lo = switch_lanes_names(links.lo_port, lo_lane, serdes[tiers[:, 0]], lanes[:, 0])
+    hi = switch_lanes_names(links.hi_port, hi_lane, serdes[tiers[:, 1]], lanes[:, 1])
+    return [("" if k == 0 else n) for k, n in zip(kind.tolist(), lo)], hi
+
+
+def end_slots(plan: Plan, links: Links) -> tuple[np.ndarray, np.ndarray]:
+    """Each link's slot (from 0) among the links of its lower end's uplinks and of its upper end's
+    downlinks: the port's position on that side times its lanes, plus the lane. A server link's
+    lower slot is its NIC; a leaf's uplinks and a spine's uplinks start after their downlinks."""
+    lo_lane, hi_lane = end_lanes(plan, links)
+    lanes = np.array([plan.lanes(k) for k in range(3)] + [(1, 1)], dtype=np.int64)[links.kind]
+    first_up = np.array([0, plan.leaf_down_ports, plan.spine_down_ports, plan.leaf_down_ports + plan.leaf_up_ports],
+                        dtype=np.int64)[links.kind]
+    lo_port = links.lo_port.astype(np.int64)
+    lo = np.where(links.kind == 0, lo_port, (lo_port - 1 - first_up) * lanes[:, 0] + lo_lane - 1)
+    hi = (links.hi_port.astype(np.int64) - 1) * lanes[:, 1] + hi_lane - 1
+    return lo, hi
 
 
 def _vertex_arrays(plan: Plan) -> dict[str, np.ndarray]:
@@ -378,7 +433,7 @@ def _links(spec: FabricSpec, plan: Plan) -> Links:
     cols = [np.concatenate([part[i] for part in parts]) for i in range(5)]
     sizes = [len(part[0]) for part in parts]
     kind = np.repeat(np.arange(len(parts), dtype=np.int8), sizes)
-    speeds = [spec.link_gbps] + [spec.port_gbps] * (len(parts) - 1)
+    speeds = [spec.link_gbps, plan.spine_link_gbps, plan.core_link_gbps][:len(parts)]
     gbps = np.repeat(np.asarray(speeds, dtype=np.int32), sizes)
     lo, hi, lo_port, hi_port, lane = cols
     return Links(
@@ -426,10 +481,16 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
     kind, gbps = links.kind.tolist(), links.gbps.tolist()
     key = edge_keys(links.lo, links.hi, len(names)).tolist()  # parallel links: keys 0, 1, ... in row order
 
+    lane_attr = [None] + [(f"{PORT_ATTRS[k][0][:-5]}_lane" if plan.lanes(k)[0] > 1
+                           else f"{PORT_ATTRS[k][1][:-5]}_lane" if plan.lanes(k)[1] > 1 else None)
+                          for k in (1, 2)]
+
     def edge(e: int):
         k = kind[e]
         lo_name, hi_name = PORT_ATTRS[k]
         a = {"kind": LINK_KINDS[k], "bandwidth_gbps": gbps[e], lo_name: lo_port[e], hi_name: hi_port[e]}
+        if k and lane_attr[k]:  # the broken-out end's lane, where tiers of different port speeds meet
+            a[lane_attr[k]] = lane[e]
         if k == 0:
             a["lane"] = lane[e]
             if planes > 1:

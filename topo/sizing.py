@@ -51,6 +51,15 @@ class Plan:
     core_radix: int = 0  #: ports of a core (its tier's model); 0 below three tiers
     homes: int = 1  #: leaves each NIC port is cabled to (2: dual-ToR leaf pairs, leaves 2i and 2i + 1)
     peer_ports: int = 0  #: ports of each leaf of a pair that its peer link takes (after the uplinks)
+    # Tiers whose models differ in port speed meet at the slower speed: each port of the faster side
+    # is broken out into ``faster / slower`` links (lanes), so every count of links above is the
+    # count of ports times these lanes (1 when the two tiers' ports are of one speed).
+    leaf_up_lanes: int = 1  #: links a leaf uplink port carries (a leaf faster than its spines)
+    spine_down_lanes: int = 1  #: links a spine downlink port carries (a spine faster than its leaves)
+    spine_up_lanes: int = 1  #: links a spine uplink port carries (a spine faster than its cores)
+    core_down_lanes: int = 1  #: links a core port carries (a core faster than its spines)
+    spine_link_gbps: int = 0  #: speed of a leaf-spine link (the slower of the two ports); 0 in one tier
+    core_link_gbps: int = 0  #: speed of a spine-core link; 0 below three tiers
 
     # With planes > 1, rails (links of a node), leaves, pods, spines and cores are totals over the
     # planes; every other count is one plane's (each plane is the same fabric).
@@ -75,6 +84,28 @@ class Plan:
     def nic_rails(self) -> int:
         """NICs of a node (rails of one plane)."""
         return self.rails // (self.planes * self.homes)
+
+    @property
+    def leaf_uplinks(self) -> int:
+        """Links from one leaf to its pod's spines."""
+        return self.leaf_up_ports * self.leaf_up_lanes
+
+    @property
+    def spine_downlinks(self) -> int:
+        """Links a spine's downlink ports can carry (one per port, or per lane of a broken-out port)."""
+        return self.spine_down_ports * self.spine_down_lanes
+
+    @property
+    def spine_uplinks(self) -> int:
+        """Links from one spine to its core group."""
+        return self.spine_up_ports * self.spine_up_lanes
+
+    def lanes(self, kind: int) -> tuple[int, int]:
+        """Links per port at the (lower, upper) end of a link of ``kind`` (0 server-leaf, 1
+        leaf-spine, 2 spine-core): at most one end is broken out, and ``Links.lane`` numbers the
+        lanes at that end."""
+        return ((1, self.breakout), (self.leaf_up_lanes, self.spine_down_lanes),
+                (self.spine_up_lanes, self.core_down_lanes))[kind]
 
     @property
     def pairs(self) -> int:
@@ -137,13 +168,50 @@ class _Shape:
     """What a radix allows before tiers are chosen."""
 
     down: int
-    up: int
+    up: int  #: uplinks of a leaf (links; its uplink ports times ``lanes.leaf_up``)
     breakout: int
     nics_per_leaf: int
     su_nodes: int
-    spine_down: int
-    spine_up: int
+    spine_down: int  #: links a spine's downlink ports carry
+    spine_up: int  #: links a spine's uplink ports carry
     leaves_per_full_pod: int
+    lanes: "Lanes"
+    up_ports: int
+    spine_down_ports: int
+    spine_up_ports: int
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Where tiers of different port speeds meet: the link speed (the slower port) and the links
+    each port of either side carries (the faster side's ports broken out)."""
+
+    leaf_up: int = 1
+    spine_down: int = 1
+    spine_up: int = 1
+    core_down: int = 1
+    spine_link_gbps: int = 0
+    core_link_gbps: int = 0
+
+
+def meet(lower_gbps: int, upper_gbps: int) -> tuple[int, int, int]:
+    """(link speed, links per lower port, links per upper port) where ports of two speeds meet: the
+    link runs at the slower speed and each faster port is broken out into ``faster / slower`` links.
+
+    >>> meet(400, 400), meet(800, 400), meet(400, 800)
+    ((400, 1, 1), (400, 2, 1), (400, 1, 2))
+    """
+    link = min(lower_gbps, upper_gbps)
+    return link, lower_gbps // link, upper_gbps // link
+
+
+def tier_lanes(spec: FabricSpec) -> Lanes:
+    """The :class:`Lanes` of a spec's per-tier models (every count 1 when the tiers' ports are of
+    one speed)."""
+    leaf, spine, core = (tier_switch(spec, t).port_gbps for t in (1, 2, 3))
+    sl, lu, sd = meet(leaf, spine)
+    cl, su, cd = meet(spine, core)
+    return Lanes(leaf_up=lu, spine_down=sd, spine_up=su, core_down=cd, spine_link_gbps=sl, core_link_gbps=cl)
 
 
 def tier_radices(spec: FabricSpec) -> tuple[int, int, int]:
@@ -155,12 +223,15 @@ def _shape(spec: FabricSpec, radix: int, spine_radix: int | None = None) -> _Sha
     down, up = split_ports(radix, spec.oversubscription, "oversubscription")
     spine_radix = spine_radix or radix
     spine_down, spine_up = split_ports(spine_radix, spec.spine_oversubscription, "spine_oversubscription")
+    lanes = tier_lanes(spec)
     if spec.dual_tor:
         if up <= PEER_LINK_PORTS:
             raise SpecError([f"dual_tor: each leaf's peer link takes {PEER_LINK_PORTS} of its {up} uplink ports "
                              f"(radix={radix}, oversubscription={format_ratio(spec.oversubscription)}), "
                              f"leaving none to the spines; use a larger radix or a lower oversubscription"])
         up -= PEER_LINK_PORTS
+    up_ports, spine_down_ports, spine_up_ports = up, spine_down, spine_up
+    up, spine_down, spine_up = up * lanes.leaf_up, spine_down * lanes.spine_down, spine_up * lanes.spine_up
     breakout = spec.port_gbps // spec.link_gbps
     nics_per_leaf = down * breakout
     if spec.dual_tor and nics_per_leaf > MAX_PAIR_NICS:
@@ -183,7 +254,8 @@ def _shape(spec: FabricSpec, radix: int, spine_radix: int | None = None) -> _Sha
                 ]
             )
         per_pod = spine_down // spec.homes * spec.homes  # a pair's two leaves in one pod
-    return _Shape(down, up, breakout, nics_per_leaf, su_nodes, spine_down, spine_up, per_pod)
+    return _Shape(down, up, breakout, nics_per_leaf, su_nodes, spine_down, spine_up, per_pod, lanes,
+                  up_ports, spine_down_ports, spine_up_ports)
 
 
 def _leaves_for(spec: FabricSpec, shape: _Shape, nodes: int) -> tuple[int, int]:
@@ -198,7 +270,8 @@ def max_gpus(spec: FabricSpec, tiers: int, radix: int | None = None) -> int:
     every tier, else each tier's own)."""
     leaf_k, spine_k, core_k = (radix,) * 3 if radix else tier_radices(spec)
     shape = _shape(spec, leaf_k, spine_k)
-    max_leaves = spine_k if tiers == 2 else core_k * shape.leaves_per_full_pod
+    lanes = shape.lanes
+    max_leaves = spine_k * lanes.spine_down if tiers == 2 else core_k * lanes.core_down * shape.leaves_per_full_pod
     per_su = spec.nic_links if spec.placement == "rail" else spec.homes
     nodes = max_leaves // per_su * shape.su_nodes
     return nodes * spec.gpus_per_node
@@ -245,8 +318,8 @@ def plan_fabric(spec: FabricSpec) -> Plan:
     sus, leaves = _leaves_for(spec, shape, nodes)
 
     tiers = spec.tiers
-    fits_two = leaves <= spine_k
-    fits_three = _ceil_div(leaves, shape.leaves_per_full_pod) <= core_k
+    fits_two = leaves <= spine_k * shape.lanes.spine_down
+    fits_three = _ceil_div(leaves, shape.leaves_per_full_pod) <= core_k * shape.lanes.core_down
     if tiers == "auto":
         tiers = 2 if fits_two else 3
     if tiers == 2 and spec.spine_oversubscription != 1:
@@ -261,8 +334,8 @@ def plan_fabric(spec: FabricSpec) -> Plan:
         raise SpecError(
             [
                 f"gpus={spec.gpus} needs {leaves} leaves but two tiers of "
-                f"{'radix=' + str(k) if spine_k == k else f'{spine_k}-port spines'} hold at most {spine_k} "
-                f"leaves ({max_gpus(spec, 2):,} GPUs); use tiers=3 or auto"
+                f"{'radix=' + str(k) if spine_k == k else f'{spine_k}-port spines'} hold at most "
+                f"{spine_k * shape.lanes.spine_down} leaves ({max_gpus(spec, 2):,} GPUs); use tiers=3 or auto"
             ]
         )
     if not fits_three:
@@ -276,11 +349,6 @@ def plan_fabric(spec: FabricSpec) -> Plan:
 
     if tiers == 2:
         return _plan_two_tiers(spec, shape, nodes, sus, leaves, spine_k)
-    spine, core = tier_switch(spec, 2), tier_switch(spec, 3)
-    if spine.port_gbps != core.port_gbps:
-        raise SpecError([f"gpus={spec.gpus} needs three tiers, whose cores ({core.model or 'generic'}, "
-                         f"{core.port_gbps}G ports) differ in port speed from the spines ({spine.model}, "
-                         f"{spine.port_gbps}G); name a core_switch of {spine.port_gbps}G ports"])
     return _plan_three_tiers(spec, shape, nodes, sus, leaves, spine_k, core_k)
 
 
@@ -383,16 +451,27 @@ def _plan_one_tier(spec: FabricSpec) -> Plan:
     )
 
 
+def _lane_fields(shape: _Shape, tiers: int) -> dict:
+    lanes = shape.lanes
+    fields = {"leaf_up_lanes": lanes.leaf_up, "spine_down_lanes": lanes.spine_down,
+              "spine_link_gbps": lanes.spine_link_gbps}
+    if tiers == 3:
+        fields.update(spine_up_lanes=lanes.spine_up, core_down_lanes=lanes.core_down,
+                      core_link_gbps=lanes.core_link_gbps)
+    return fields
+
+
 def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int, spine_k: int) -> Plan:
-    spines = _spines_for(spec, shape.up, leaves, spine_k, "")
+    spine_links = spine_k * shape.lanes.spine_down
+    spines = _spines_for(spec, shape.up, leaves, spine_links, "")
     return Plan(
         tiers=2, placement=spec.placement, nodes=nodes, rails=spec.nic_links,
-        breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up,
+        breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up_ports,
         nics_per_leaf=shape.nics_per_leaf, su_nodes=shape.su_nodes, sus=sus, leaves=leaves,
         leaves_per_pod=leaves, pods=1, spines_per_pod=spines, spines=spines,
         leaf_spine_links=shape.up // spines, spine_down_ports=spine_k, spine_up_ports=0,
         cores_per_group=0, cores=0, spine_core_links=0, spine_radix=spine_k,
-        homes=spec.homes, peer_ports=PEER_LINK_PORTS if spec.dual_tor else 0,
+        homes=spec.homes, peer_ports=PEER_LINK_PORTS if spec.dual_tor else 0, **_lane_fields(shape, 2),
     )
 
 
@@ -402,18 +481,19 @@ def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, lea
     per_pod = min(shape.leaves_per_full_pod, leaves)
     pods = _ceil_div(leaves, per_pod)
     spines_per_pod = _spines_for(spec, shape.up, per_pod, shape.spine_down, " per pod")
-    cores_per_group = _smallest_divisor_at_least(shape.spine_up, Fraction(pods * shape.spine_up, k))
-    assert cores_per_group is not None  # pods <= k was checked
+    core_links = k * shape.lanes.core_down
+    cores_per_group = _smallest_divisor_at_least(shape.spine_up, Fraction(pods * shape.spine_up, core_links))
+    assert cores_per_group is not None  # pods <= a core's links was checked
     return Plan(
         tiers=3, placement=spec.placement, nodes=nodes, rails=spec.nic_links,
-        breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up,
+        breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up_ports,
         nics_per_leaf=shape.nics_per_leaf, su_nodes=shape.su_nodes, sus=sus, leaves=leaves,
         leaves_per_pod=per_pod, pods=pods, spines_per_pod=spines_per_pod,
         spines=pods * spines_per_pod, leaf_spine_links=shape.up // spines_per_pod,
-        spine_down_ports=shape.spine_down, spine_up_ports=shape.spine_up,
+        spine_down_ports=shape.spine_down_ports, spine_up_ports=shape.spine_up_ports,
         cores_per_group=cores_per_group, cores=spines_per_pod * cores_per_group,
         spine_core_links=shape.spine_up // cores_per_group, spine_radix=spine_k, core_radix=k,
-        homes=spec.homes, peer_ports=PEER_LINK_PORTS if spec.dual_tor else 0,
+        homes=spec.homes, peer_ports=PEER_LINK_PORTS if spec.dual_tor else 0, **_lane_fields(shape, 3),
     )
 
 
@@ -470,8 +550,10 @@ def growth(spec: FabricSpec) -> dict | None:
     now, final = plan_fabric(spec), plan_fabric(final_of)
     # the final fabric's leaves that land in today's pods, and the ports they will take
     leaves_in_pods = min(final.leaves, now.pods * final.leaves_per_pod)
-    reserved_spine = (leaves_in_pods - now.leaves) * final.leaf_up_ports
-    reserved_core = (final.spines - now.spines) * final.spine_up_ports if final.tiers == 3 else 0
+    # ports, where a broken-out port's lanes count as their share of it
+    reserved_spine = _ceil_div((leaves_in_pods - now.leaves) * final.leaf_uplinks, final.spine_down_lanes)
+    reserved_core = (_ceil_div((final.spines - now.spines) * final.spine_uplinks, final.core_down_lanes)
+                     if final.tiers == 3 else 0)
     steps = []
     previous = now
     for sus in range(now.sus, final.sus + 1):  # today's last unit first, when it is not full
@@ -484,8 +566,8 @@ def growth(spec: FabricSpec) -> dict | None:
             "gpus": gpus, "nodes_added": step.nodes - previous.nodes,
             "leaves_added": step.leaves - previous.leaves, "pods_added": step.pods - previous.pods,
             "spines_added": step.spines - previous.spines,
-            "leaf_spine_links_added": (step.leaves - previous.leaves) * final.leaf_up_ports,
-            "spine_core_links_added": (step.spines - previous.spines) * final.spine_up_ports if final.tiers == 3 else 0,
+            "leaf_spine_links_added": (step.leaves - previous.leaves) * final.leaf_uplinks,
+            "spine_core_links_added": (step.spines - previous.spines) * final.spine_uplinks if final.tiers == 3 else 0,
         })
         previous = step
     return {

@@ -949,8 +949,8 @@ def _leaf_geometry(values: dict[str, Any], given: Mapping[str, Any], problems: l
 
 
 def _check_tier_switches(values: dict[str, Any], problems: list[str]) -> None:
-    """Per-tier models fit together: one technology and one port speed (the radix may differ), and
-    no modular chassis as a leaf."""
+    """Per-tier models fit together: one technology, port speeds where the faster is a whole number
+    of the slower (its ports are broken out to meet them), and no modular chassis as a leaf."""
     tiered = [values.get(f) for f in TIER_SWITCH_FIELDS.values()]
     leaf = tiered[0] or values.get("switch")
     if leaf and switch_catalog()[leaf].chassis:
@@ -975,9 +975,16 @@ def _check_tier_switches(values: dict[str, Any], problems: list[str]) -> None:
         if not tiered[t] and not (t == 2 and values.get("tiers") == 3):
             continue  # a tier without its own model (a core in two tiers is none): sizing checks it if built
         if isinstance(lo, int) and isinstance(hi, int) and hi != lo:
-            problems.append(f"{names[t]}={chain[t] or 'generic'} has {hi}G ports and {names[t - 1]}="
-                            f"{chain[t - 1] or 'generic'} {lo}G ports: the tiers' models may differ in radix, "
-                            f"not yet in port speed")
+            # the tiers meet at the slower speed, each faster port broken out into equal lanes
+            fast, slow = max(lo, hi), min(lo, hi)
+            pair = (f"{names[t]}={chain[t] or 'generic'} ({hi}G ports) over {names[t - 1]}="
+                    f"{chain[t - 1] or 'generic'} ({lo}G ports)")
+            if fast % slow:
+                problems.append(f"{pair}: {fast}G is not a whole number of {slow}G links, so the faster ports "
+                                f"cannot be broken out to the slower; pick models whose port speeds divide")
+            elif fast // slow > MAX_BREAKOUT:
+                problems.append(f"{pair}: a {fast}G port broken out into {fast // slow} links of {slow}G; "
+                                f"at most {MAX_BREAKOUT} are supported")
 
 
 #: Ports of each leaf of a dual-ToR pair that its peer link (the MCLAG inter-switch link) takes,

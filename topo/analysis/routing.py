@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..fabric import Fabric, rank_within
+from ..fabric import Fabric, end_slots, rank_within
 from .faults import Faults, no_faults
 from .updown import UNREACHABLE, UpDown, updown
 
@@ -119,9 +119,9 @@ class PortTables:
     """Link ids by switch and port position, derived once from the fabric's port layout."""
 
     nic_link: np.ndarray  # (nodes * nics,) link of NIC (node, nic)
-    leaf_up: np.ndarray  # (leaves, u) uplinks of each leaf, by port
+    leaf_up: np.ndarray  # (leaves, u) uplinks of each leaf, by slot (port, then lane)
     spine_down: np.ndarray  # (spines, leaves_per_pod, p) links from a spine to each leaf of its pod
-    spine_up: np.ndarray  # (spines, us) uplinks of each spine, by port
+    spine_up: np.ndarray  # (spines, us) uplinks of each spine, by slot (port, then lane)
     core_down: np.ndarray  # (cores, pods, q) links from a core to the spine of its group in a pod
 
 
@@ -135,19 +135,20 @@ def port_tables(fabric: Fabric) -> PortTables:
     nic_link[links.lo[nl].astype(np.int64) * plan.rails + links.lo_port[nl]] = ids[nl]
     ls = links.kind == 1
     p = plan.leaf_spine_links
-    leaf_up = np.full((plan.leaves, plan.leaf_up_ports), -1, dtype=np.int64)
-    leaf_up[links.lo[ls] - leaf0, links.lo_port[ls] - plan.leaf_down_ports - 1] = ids[ls]
+    lo_slot, hi_slot = end_slots(plan, links)  # a link's place among its ends' uplinks and downlinks
+    leaf_up = np.full((plan.leaves, plan.leaf_uplinks), -1, dtype=np.int64)
+    leaf_up[links.lo[ls] - leaf0, lo_slot[ls]] = ids[ls]
     spine_down = np.full((plan.spines, plan.leaves_per_pod, p), -1, dtype=np.int64)
-    sp_port = links.hi_port[ls].astype(np.int64) - 1
-    spine_down[links.hi[ls] - spine0, sp_port // p, sp_port % p] = ids[ls]
+    sp_slot = hi_slot[ls]
+    spine_down[links.hi[ls] - spine0, sp_slot // p, sp_slot % p] = ids[ls]
     sc = links.kind == 2
-    spine_up = np.full((plan.spines, plan.spine_up_ports), -1, dtype=np.int64)
+    spine_up = np.full((plan.spines, plan.spine_uplinks), -1, dtype=np.int64)
     core_down = np.full((plan.cores, plan.pods, max(plan.spine_core_links, 1)), -1, dtype=np.int64)
     if sc.any():
         q = plan.spine_core_links
-        spine_up[links.lo[sc] - spine0, links.lo_port[sc] - plan.spine_down_ports - 1] = ids[sc]
-        core_port = links.hi_port[sc].astype(np.int64) - 1
-        core_down[links.hi[sc] - core0, core_port // q, core_port % q] = ids[sc]
+        spine_up[links.lo[sc] - spine0, lo_slot[sc]] = ids[sc]
+        core_slot = hi_slot[sc]
+        core_down[links.hi[sc] - core0, core_slot // q, core_slot % q] = ids[sc]
     return PortTables(nic_link, leaf_up, spine_down, spine_up, core_down)
 
 
@@ -195,7 +196,14 @@ class Routes:
             return {"resource": name, "kind": "pool", "capacity_gbps": float(self.capacity_gbps[resource])}
         link, direction = divmod(int(resource), 2)
         lk = fabric.links
-        ends = [(fabric.names[lk.lo[link]], int(lk.lo_port[link])), (fabric.names[lk.hi[link]], int(lk.hi_port[link]))]
+        kind, lane = int(lk.kind[link]), int(lk.lane[link])
+        lanes = fabric.plan.lanes(kind)
+
+        def port(p: int, broken: bool) -> str:  # a broken-out port's lane after a slash
+            return f"{p}/{lane}" if broken else str(p)
+
+        ends = [(fabric.names[lk.lo[link]], port(int(lk.lo_port[link]), lanes[0] > 1)),
+                (fabric.names[lk.hi[link]], port(int(lk.hi_port[link]), lanes[1] > 1))]
         (src, sport), (dst, dport) = ends if direction == 0 else ends[::-1]
         return {
             "resource": f"{src}:{sport} -> {dst}:{dport}",
@@ -325,12 +333,12 @@ def _dmodk_hasher(fabric, tables, dst):
     """``hashes(rows, switch, stage)`` of D-mod-K: a digit of the destination's topology index.
 
     The leaf going up and the spine going down to a leaf use the index ``t``; the spine going up and
-    the core going down use ``t // leaf_up_ports``. The down choice of a stage thus repeats the
+    the core going down use ``t // leaf_uplinks``. The down choice of a stage thus repeats the
     parallel-link digit of the up choice of the same stage, so a down link carries as few
     destinations as the up links do.
     """
     t = dmodk_index(fabric, dst, tables).astype(np.uint64)
-    t2 = t // _U64(max(fabric.plan.leaf_up_ports, 1))
+    t2 = t // _U64(max(fabric.plan.leaf_uplinks, 1))
     keys = (t, t2, t2, t)
     return lambda rows, switch, stage: keys[stage][rows]
 
@@ -353,7 +361,7 @@ def _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out):
         return (cands >= 0) & live[np.maximum(cands, 0)]
 
     # Validity by switch and port, worked out once per call (small tables, not per sub-flow).
-    col_pos = np.arange(plan.leaf_up_ports) // p  # spine position of each uplink column
+    col_pos = np.arange(plan.leaf_uplinks) // p  # spine position of each uplink column
     leaf_reach = _bit_columns(ud.leaf_bits, col_pos)  # leaf has a live link to that position
     pod_join = _bit_columns(ud.pod_pair_bits, col_pos)  # a core of that group joins the two pods
     pod_join[np.arange(plan.pods), np.arange(plan.pods)] = True  # same pod: no core needed

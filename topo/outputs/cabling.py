@@ -35,7 +35,7 @@ import numpy as np
 
 from ..addressing import member_port, rdma_device, sonic_port_name
 from ..catalog import power_class, switch_catalog
-from ..fabric import KIND_NAMES, LINK_KINDS, PEER_KIND, PEER_LINK_M, ROLES, Fabric, cabled_links, is_ethernet
+from ..fabric import KIND_NAMES, LINK_KINDS, PEER_KIND, PEER_LINK_M, ROLES, Fabric, cabled_links, end_lanes, is_ethernet
 from ..spec import tier_switch
 from .media import (COPPER, OPTICAL, Cage, CablingError, MediaCatalog, Medium, MediumAtSpeed, media_catalog,
                     speed_text)
@@ -46,7 +46,7 @@ BOM_CSV = "bom.csv"
 #: Columns of cabling.csv, in order.
 CABLING_COLUMNS = (
     "cable_id", "tier", "a_device", "a_cage", "a_port", "a_lane", "a_interface",
-    "b_device", "b_cage", "b_port", "b_interface", "gbps", "length_m", "cable_length_m",
+    "b_device", "b_cage", "b_port", "b_lane", "b_interface", "gbps", "length_m", "cable_length_m",
     "medium", "cable", "a_transceiver", "b_transceiver",
 )
 #: Columns of bom.csv, in order.
@@ -115,10 +115,11 @@ class Cabling:
         ``fabric.peer_links`` (plus ``len(fabric.links)``).
     a, b : ndarray of int32
         Vertex of each row's two ends (``a`` is the sorting switch; ``b`` a server or switch).
-    a_port, a_lane, b_port : ndarray
+    a_port, a_lane, b_port, b_lane : ndarray
         Switch port (from 1) and breakout lane (from 1) at ``a``; port (switch, from 1) or NIC
         index (server, from 0; with dual-ToR the server's link ``r * 2 + m``, member ``m`` of NIC
-        ``r``) at ``b``.
+        ``r``) at ``b``, and the lane at a switch ``b`` (a spine or core port broken out to slower
+        ports below it; 0 at a server).
     a_cage, b_cage : ndarray of int32
         Cage (from 1) holding the port; ``b_cage`` is -1 at a server.
     cable : ndarray of int64
@@ -149,6 +150,7 @@ class Cabling:
     a_port: np.ndarray
     a_lane: np.ndarray
     b_port: np.ndarray
+    b_lane: np.ndarray
     a_cage: np.ndarray
     b_cage: np.ndarray
     kind: np.ndarray
@@ -386,6 +388,8 @@ class _Rows:
     a_lane: np.ndarray
     b: np.ndarray
     b_port: np.ndarray
+    b_lane: np.ndarray  #: 0 at a server
+    a_breakout: np.ndarray  #: links the port at ``a`` carries (its breakout; 1 when whole)
     gbps: np.ndarray
     nl: np.ndarray  #: node-leaf row
     a_cage: np.ndarray
@@ -408,21 +412,28 @@ def _link_columns(fabric: Fabric) -> tuple[np.ndarray, ...]:
 
 def _rows(fabric: Fabric, ends: _Ends) -> _Rows:
     kind, lo, hi, lo_port, hi_port, lane, gbps = _link_columns(fabric)
+    plan = fabric.plan
+    lo_lane, hi_lane = end_lanes(plan, cabled_links(fabric))
+    lanes = np.array([plan.lanes(k) for k in range(3)] + [(1, 1)], dtype=np.int64)[kind]
     nl = kind == 0
     a = np.where(nl, hi, lo)
     a_port = np.where(nl, hi_port, lo_port)
-    a_lane = np.where(nl, lane, 1)
+    a_lane = np.where(nl, hi_lane, lo_lane)
+    a_breakout = np.where(nl, lanes[:, 1], lanes[:, 0])
     b = np.where(nl, lo, hi)
     b_port = np.where(nl, lo_port, hi_port)
+    b_lane = np.where(nl, 0, hi_lane)
     order = np.lexsort((a_lane, a_port, a, kind))
-    kind, a, a_port, a_lane, b, b_port = (x[order] for x in (kind, a, a_port, a_lane, b, b_port))
+    kind, a, a_port, a_lane, a_breakout, b, b_port, b_lane = (
+        x[order] for x in (kind, a, a_port, a_lane, a_breakout, b, b_port, b_lane))
     nl = kind == 0
     lengths = np.array([fabric.spec.cable_m[k] for k in LINK_KINDS] + [PEER_LINK_M])
     # the switch at a is of tier A_TIER[kind] (a leaf, or the lower end), the vertex at b of B_TIER[kind]
     a_class = ends.tier_class[np.asarray(A_TIER)[kind]]
     b_class = np.where(nl, -1, ends.tier_class[np.asarray(B_TIER)[kind]])
     per_cage = np.array([c.ports_per_cage for c in ends.classes], dtype=np.int64)
-    return _Rows(order=order, kind=kind, a=a, a_port=a_port, a_lane=a_lane, b=b, b_port=b_port,
+    return _Rows(order=order, kind=kind, a=a, a_port=a_port, a_lane=a_lane, b=b, b_port=b_port, b_lane=b_lane,
+                 a_breakout=a_breakout,
                  gbps=gbps[order], nl=nl, a_cage=(a_port - 1) // per_cage[a_class] + 1,
                  b_cage=np.where(nl, -1, (b_port - 1) // per_cage[np.maximum(b_class, 0)] + 1),
                  a_class=a_class, b_class=b_class, lengths=lengths, length=lengths[kind])
@@ -536,7 +547,9 @@ def _cables(rows: _Rows, groups: _CageGroups, medium: np.ndarray, copper: np.nda
     cage_gbps = np.array([c.cage_gbps for c in ends.classes], dtype=np.int64)[rows.a_class]
     ports_sw = ends.column(media, "optical_ports").astype(np.int64)
     optport_gbps = cage_gbps // np.maximum(ports_sw[rows.a_class, medium], 1)
-    slot = np.where(nl, ((rows.a_port - 1) % P) * ends.breakout + (rows.a_lane - 1), (rows.a_port - 1) % P)
+    # a link's place in its cage at a: port, then breakout lane (each lane of a broken-out switch
+    # port its own fibre, to its own far end)
+    slot = ((rows.a_port - 1) % P) * rows.a_breakout + (rows.a_lane - 1)
     fibres = np.where(copper, 1, np.maximum(1, gbps // optport_gbps))
     share = (~copper) & nl & (gbps < optport_gbps)  # a 1:k fibre splitter to k NICs
     sub = np.where(share, slot * gbps // optport_gbps, slot)
@@ -838,7 +851,7 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
     return Cabling(
         name=fabric.spec.name, order=rows.order, a=rows.a.astype(np.int32), b=rows.b.astype(np.int32),
         a_port=rows.a_port.astype(np.int32), a_lane=rows.a_lane.astype(np.int32),
-        b_port=rows.b_port.astype(np.int32), a_cage=rows.a_cage.astype(np.int32),
+        b_port=rows.b_port.astype(np.int32), b_lane=rows.b_lane.astype(np.int32), a_cage=rows.a_cage.astype(np.int32),
         b_cage=rows.b_cage.astype(np.int32), kind=rows.kind.astype(np.int8), gbps=rows.gbps.astype(np.int32),
         cable=cables.cable, medium=medium, length_m=rows.length, cable_length_m=cable_length,
         part=part.astype(np.int32), pieces=cables.pieces.astype(np.int32), a_module=a_module, b_module=b_module,
@@ -885,27 +898,41 @@ def _number(value: float) -> str:
 def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
     """``cabling.csv``: one row per link, the rows of one cable adjacent and sharing its id."""
     names = fabric.names
-    lanes = fabric.addressing.lanes_per_port
-    breakout = fabric.plan.breakout
+    plan = fabric.plan
     ethernet = is_ethernet(fabric)
-    radix = fabric.spec.radix
-    tiers = range(1, fabric.plan.tiers + 1)
+    tiers = range(1, plan.tiers + 1)
     if ethernet:
-        split = [[""] + [sonic_port_name(p, lane, lanes, breakout) for lane in range(1, breakout + 1)]
-                 for p in range(radix + 1)]
-        whole_of = {}  # port names of each tier's switches (their lanes a port may differ)
+        # port names of each tier's switches by breakout (their lanes a port may differ), made once:
+        # name_of[tier, breakout][port][lane]
+        name_of = {}
         for t in tiers:
             t_lanes, t_radix = fabric.addressing.tier_lanes(t), tier_switch(fabric.spec, t).radix
-            whole_of[t] = [sonic_port_name(p, 1, t_lanes, 1) if p else "" for p in range(t_radix + 1)]
+            for k in (t - 1, t):  # the kinds of link at its ports: from below, and up
+                if not 0 <= k < plan.tiers:
+                    continue
+                out = plan.lanes(k)[1 if k == t - 1 else 0]
+                if (t, out) not in name_of:
+                    name_of[t, out] = [[""] + [sonic_port_name(p, ln, t_lanes, out) for ln in range(1, out + 1)]
+                                       for p in range(t_radix + 1)]
+            name_of.setdefault((t, 1), [[""] + [sonic_port_name(p, 1, t_lanes, 1)] for p in range(t_radix + 1)])
     if fabric.spec.dual_tor:  # server link r * 2 + m: port m + 1 of NIC r's bond
         rdma = [member_port(i // 2, i % 2) for i in range(max(2, fabric.spec.nic_links))]
     else:
         rdma = [rdma_device(i) for i in range(max(1, fabric.spec.nic_ports))]
     kind = cabling.kind.tolist()
     a_port, a_lane, b_port = cabling.a_port.tolist(), cabling.a_lane.tolist(), cabling.b_port.tolist()
+    b_lane = cabling.b_lane.tolist()
     if ethernet:  # the switch at a is of tier A_TIER[kind], the one at b of B_TIER[kind]
-        a_iface = [split[p][ln] if k == 0 else whole_of[A_TIER[k]][p] for k, p, ln in zip(kind, a_port, a_lane)]
-        b_iface = [rdma[p] if k == 0 else whole_of[B_TIER[k]][p] for k, p in zip(kind, b_port)]
+        # the port-name table of each row kind's two ends
+        def table(tier: int, k: int, end: int):  # end 0: the link's lower end, 1: its upper end
+            if k == PEER_KIND:
+                return name_of[tier, 1]
+            return name_of[tier, plan.lanes(k)[end]] if k < plan.tiers else None
+
+        a_names = [table(A_TIER[k], k, 1 if k == 0 else 0) for k in range(len(ROW_KINDS))]
+        b_names = [None if k == 0 else table(B_TIER[k], k, 1) for k in range(len(ROW_KINDS))]
+        a_iface = [a_names[k][p][ln] for k, p, ln in zip(kind, a_port, a_lane)]
+        b_iface = [rdma[p] if k == 0 else b_names[k][p][ln] for k, p, ln in zip(kind, b_port, b_lane)]
     else:
         a_iface = [""] * len(kind)
         b_iface = [rdma[p] if k == 0 else "" for k, p in zip(kind, b_port)]
@@ -920,11 +947,12 @@ def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
     tiers = [_field(t) for t in ROW_KINDS]
     lines = [",".join(CABLING_COLUMNS)]
     lines += [
-        f"{cid},{tiers[k]},{names[av]},{ac},{ap},{al},{ai},{names[bv]},{'' if bc < 0 else bc},{bp},{bi},"
+        f"{cid},{tiers[k]},{names[av]},{ac},{ap},{al},{ai},{names[bv]},{'' if bc < 0 else bc},{bp},"
+        f"{bl or ''},{bi},"
         f"{g},{length_text[ln]},{stock_text[st]},{media[m]},{cable_text[p][pc]},{module_text[am]},{module_text[bm]}"
-        for cid, k, av, ac, ap, al, ai, bv, bc, bp, bi, g, ln, st, m, p, pc, am, bm in zip(
+        for cid, k, av, ac, ap, al, ai, bv, bc, bp, bl, bi, g, ln, st, m, p, pc, am, bm in zip(
             (cable_ids[c] for c in cabling.cable.tolist()), kind, cabling.a.tolist(), cabling.a_cage.tolist(),
-            a_port, a_lane, a_iface, cabling.b.tolist(), cabling.b_cage.tolist(), b_port, b_iface,
+            a_port, a_lane, a_iface, cabling.b.tolist(), cabling.b_cage.tolist(), b_port, b_lane, b_iface,
             cabling.gbps.tolist(), cabling.length_m.tolist(), cabling.cable_length_m.tolist(),
             cabling.medium.tolist(), cabling.part.tolist(), cabling.pieces.tolist(), cabling.a_module.tolist(),
             cabling.b_module.tolist())
@@ -999,9 +1027,9 @@ def cabling_files(fabric: Fabric, cabling: Cabling | None = None) -> dict[str, s
     >>> files = cabling_files(build_fabric(load_spec({"gpus": 16})))
     >>> sorted(files)
     ['bom.csv', 'cabling.csv']
-    >>> files["cabling.csv"].splitlines()[1].split(",")[:11]
-    ['NL-0001', 'node-leaf', 'cluster-leaf-su00-r0', '1', '1', '1', 'Ethernet0', 'cluster-node0000', '', '0', 'mlx5_0']
-    >>> files["cabling.csv"].splitlines()[1].split(",")[11:]
+    >>> files["cabling.csv"].splitlines()[1].split(",")[:12]
+    ['NL-0001', 'node-leaf', 'cluster-leaf-su00-r0', '1', '1', '1', 'Ethernet0', 'cluster-node0000', '', '0', '', 'mlx5_0']
+    >>> files["cabling.csv"].splitlines()[1].split(",")[12:]
     ['400', '20', '20', 'mmf-sr', 'MPO-12/APC OM4 fibre', '400G OSFP SR4', '400G OSFP SR4']
     """
     cabling = cabling if cabling is not None else plan_cabling(fabric)

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..addressing import sonic_port_name
-from ..fabric import Fabric, is_ethernet
+from ..fabric import Fabric, is_ethernet, switch_port_names
 from ..inputs import MAX_SPEC_BYTES
 from .design import design_json, spec_and_inputs
 from .manifest import MANIFEST, NotABuild, digest, foreign_entries, read_manifest
@@ -214,16 +213,14 @@ def bgp_problems(fabric: Fabric, frr: dict[str, str], config_dbs: dict[str, str]
         if name in parsed:
             parsed[name].addresses.update(interface_addresses(text))
     links, names = fabric.links, fabric.names
-    lanes = fabric.addressing.tier_lanes
     problems: list[str] = []
     expected: dict[str, set[str]] = {name: set() for name in parsed}
     sessions = 0
     rows = [i for i, k in enumerate(links.kind.tolist()) if k >= 1]
-    lo, hi, lo_port, hi_port = (links.lo.tolist(), links.hi.tolist(), links.lo_port.tolist(), links.hi_port.tolist())
-    kind = links.kind.tolist()
+    lo, hi = links.lo.tolist(), links.hi.tolist()
+    lo_name, hi_name = switch_port_names(fabric, links)  # with each end's breakout lane
     for i in rows:
-        ends = ((names[lo[i]], sonic_port_name(lo_port[i], 1, lanes(kind[i]), 1)),
-                (names[hi[i]], sonic_port_name(hi_port[i], 1, lanes(kind[i] + 1), 1)))
+        ends = ((names[lo[i]], lo_name[i]), (names[hi[i]], hi_name[i]))
         if ends[0][0] not in parsed or ends[1][0] not in parsed:
             continue
         for (me, my_port), (peer, peer_port) in (ends, ends[::-1]):

@@ -30,7 +30,8 @@ from .. import __version__
 from ..addressing import (bond_name, ip_text, member_port, pair_gateway, rdma_device, server_block_size,
                           sonic_port_name, sonic_port_names)
 from ..catalog import Platform, platform_catalog, switch_catalog
-from ..fabric import KIND_NAMES, LINK_KINDS, PEER_LINK, PEER_LINK_M, ROLES, Fabric, cabled_links, is_ethernet
+from ..fabric import (KIND_NAMES, LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M, ROLES, Fabric, cabled_links, end_lanes,
+                      is_ethernet)
 from ..spec import tier_switch
 from .buffers import BufferLayout, PortLoad, switch_layout
 from .qos import BROADCOM_ASICS, QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
@@ -88,6 +89,8 @@ class _Ends:
     peer: np.ndarray
     peer_port: np.ndarray
     peer_lane: np.ndarray
+    breakout: np.ndarray  # links this end's port carries (its lanes; 1 when not broken out)
+    peer_breakout: np.ndarray
     kind: np.ndarray
     upward: np.ndarray  # True when the peer is in the tier above
     ip: np.ndarray  # this end's address (uint32), 0 when unnumbered
@@ -110,18 +113,24 @@ def _ends(fabric: Fabric) -> _Ends:
         links = cabled_links(fabric)
         zero = np.zeros(len(peer), dtype=np.uint32)
         lo_ip, hi_ip = np.concatenate([lo_ip, zero]), np.concatenate([hi_ip, zero])
+    plan = fabric.plan
     vertex = np.concatenate([links.lo, links.hi]).astype(np.int64)
     port = np.concatenate([links.lo_port, links.hi_port]).astype(np.int64)
-    lane = np.concatenate([np.ones_like(links.lane), links.lane]).astype(np.int64)
+    lo_lane, hi_lane = end_lanes(plan, links)
+    lane = np.concatenate([lo_lane, hi_lane])
     peer = np.concatenate([links.hi, links.lo]).astype(np.int64)
     peer_port = np.concatenate([links.hi_port, links.lo_port]).astype(np.int64)
-    peer_lane = np.concatenate([links.lane, np.ones_like(links.lane)]).astype(np.int64)
+    peer_lane = np.concatenate([hi_lane, lo_lane])
+    lanes = np.array([plan.lanes(k) for k in range(3)] + [(1, 1)], dtype=np.int64)[links.kind]
+    breakout = np.concatenate([lanes[:, 0], lanes[:, 1]])
+    peer_breakout = np.concatenate([lanes[:, 1], lanes[:, 0]])
     kind = np.concatenate([links.kind, links.kind])
     upward = np.concatenate([np.ones(len(links), bool), np.zeros(len(links), bool)])
     my_ip = np.concatenate([lo_ip, hi_ip])
     their_ip = np.concatenate([hi_ip, lo_ip])
     order = np.lexsort((lane, port, vertex))
-    cols = [a[order] for a in (vertex, port, lane, peer, peer_port, peer_lane, kind, upward, my_ip, their_ip)]
+    cols = [a[order] for a in (vertex, port, lane, peer, peer_port, peer_lane, breakout, peer_breakout, kind, upward,
+                               my_ip, their_ip)]
     starts = np.searchsorted(cols[0], np.arange(len(fabric.names) + 1))
     return _Ends(*cols, starts=starts)
 
@@ -147,8 +156,11 @@ class ConfigFacts:
         self.end_ip = ip_text(self.ends.ip)  # dotted quads of every link end, made once
         self.end_peer_ip = ip_text(self.ends.peer_ip)
         self.loopbacks = [""] * fabric.plan.nodes + ip_text(fabric.addressing.loopback[fabric.plan.nodes:])
-        speeds = {LINK_KINDS[0]: spec.link_gbps}
-        speeds.update({kind: spec.port_gbps for kind in KIND_NAMES[1:]})
+        plan = fabric.plan
+        # each kind's link speed: where tiers of different port speeds meet, the slower port's
+        self.speeds = speeds = dict(zip(KIND_NAMES, (spec.link_gbps, plan.spine_link_gbps, plan.core_link_gbps,
+                                                     spec.port_gbps)))
+        self.port_gbps = {t: tier_switch(spec, t).port_gbps for t in tiers}
         cable_m = dict(spec.cable_m, **({PEER_LINK: PEER_LINK_M} if fabric.plan.homes == 2 else {}))
         # SONiC's CABLE_LENGTH takes whole metres ("[0-9]+m"), and with a platform a length its
         # headroom table lists: round up, which keeps the headroom safe (docs/configs.md)
@@ -165,7 +177,8 @@ class ConfigFacts:
                 kinds += (PEER_LINK,)
             for kind in kinds:
                 speed, cable = speeds[kind], self.cable_m[t][kind]
-                lanes = (p.lanes_per_port if p else self.lanes[t]) // (fabric.plan.breakout if kind == "node-leaf" else 1)
+                # SerDes lanes of one link's port (a broken-out port's share)
+                lanes = (p.lanes_per_port if p else self.lanes[t]) // self.end_breakout(t, kind)
                 h = pfc_headroom(speed, cable, spec.mtu)  # the physical terms, for the docs' breakdown
                 xon, xoff, size = vendor_headroom(p.vendor if p else None, p.asic if p else None, speed, cable,
                                                   spec.mtu, lanes=lanes, shared=shared)
@@ -187,6 +200,13 @@ class ConfigFacts:
                 }
         self._layouts: dict[tuple, dict[str, Any]] = {}
         self._tier_profiles: dict[int, list[dict[str, Any]]] = {}
+
+    def end_breakout(self, tier: int, kind: str) -> int:
+        """Links per port of a tier's ports that face links of ``kind`` (1 unless broken out)."""
+        k = KIND_NAMES.index(kind)
+        if k == PEER_KIND:
+            return 1
+        return self.fabric.plan.lanes(k)[0 if tier == k else 1]
 
     def buffer_layout(self, active_kinds: Counter, tier: int = 1) -> BufferLayout:
         """The buffer layout of a switch of ``tier`` with ``active_kinds`` (link kind -> active ports)."""
@@ -256,7 +276,7 @@ class ConfigFacts:
 
     def switch(self, v: int) -> dict[str, Any]:
         """Facts of switch ``v`` (vertex index)."""
-        f, e, spec = self.fabric, self.ends, self.fabric.spec
+        f, e = self.fabric, self.ends
         plan = f.plan
         names = f.names
         tier = int(f.tier[v])
@@ -271,7 +291,7 @@ class ConfigFacts:
             port, lane, peer = int(e.port[r]), int(e.lane[r]), int(e.peer[r])
             kind = KIND_NAMES[int(e.kind[r])]
             to_server = int(f.tier[peer]) == 0
-            breakout = plan.breakout if (kind == "node-leaf") else 1
+            breakout = int(e.breakout[r])
             name = sonic_port_name(port, lane, lanes, breakout)
             if to_server and plan.homes == 2:
                 peer_name = f"{names[peer]}:{member_port(*divmod(int(e.peer_port[r]), 2))}"
@@ -279,7 +299,8 @@ class ConfigFacts:
                 peer_name = f"{names[peer]}:{rdma_device(int(e.peer_port[r]))}"
             else:
                 peer_lanes = self.lanes[int(f.tier[peer])]
-                peer_name = f"{names[peer]}:{sonic_port_name(int(e.peer_port[r]), 1, peer_lanes, 1)}"
+                peer_name = f"{names[peer]}:" + sonic_port_name(int(e.peer_port[r]), int(e.peer_lane[r]), peer_lanes,
+                                                                int(e.peer_breakout[r]))
             ip = self.end_ip[r] if e.ip[r] else None
             peer_ip = self.end_peer_ip[r] if e.peer_ip[r] else None
             entry = {
@@ -290,7 +311,7 @@ class ConfigFacts:
                 "alias": self.port_alias(port, lane, breakout, tier),
                 "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout, tier)),
                 "index": self.port_index(port, tier),
-                "speed_mbps": (spec.link_gbps if kind == "node-leaf" else spec.port_gbps) * 1000,
+                "speed_mbps": self.speeds[kind] * 1000,
                 "kind": kind,
                 "direction": "up" if e.upward[r] else "down",
                 "peer": names[peer],
@@ -314,15 +335,22 @@ class ConfigFacts:
                 })
         ports = []
         for port in range(1, self.radix[tier] + 1):
-            if port in used:
-                ports.extend(used[port])
-            else:
-                ports.append({
-                    "name": sonic_port_name(port, 1, lanes, 1), "port": port, "lane": 1, "breakout": 1,
-                    "alias": self.port_alias(port, 1, 1, tier),
-                    "lanes": ",".join(str(x) for x in self.port_lanes(port, 1, lanes, 1, tier)),
+            entries = used.get(port, [])
+            if len(entries) == 1 and entries[0]["breakout"] == 1:
+                ports.extend(entries)
+                continue
+            # an unused port, whole; or a broken-out port, every lane (an unused lane admin down,
+            # so that the port's breakout stays whole)
+            breakout = entries[0]["breakout"] if entries else 1
+            speed = entries[0]["speed_mbps"] if entries else self.port_gbps[tier] * 1000
+            by_lane = {p["lane"]: p for p in entries}
+            for lane in range(1, breakout + 1):
+                ports.append(by_lane.get(lane) or {
+                    "name": sonic_port_name(port, lane, lanes, breakout), "port": port, "lane": lane,
+                    "breakout": breakout, "alias": self.port_alias(port, lane, breakout, tier),
+                    "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout, tier)),
                     "index": self.port_index(port, tier),
-                    "speed_mbps": spec.port_gbps * 1000, "kind": None, "direction": None, "peer": None,
+                    "speed_mbps": speed, "kind": None, "direction": None, "peer": None,
                     "peer_port": None, "description": "unused", "ip": None, "peer_ip": None,
                     "cable_m": None, "buffer_profile": None, "admin_status": "down",
                 })

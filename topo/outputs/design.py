@@ -68,10 +68,15 @@ def design_json(fabric: Fabric, spec: dict[str, Any] | None = None, version: str
         links.kind.tolist(), links.gbps.tolist(), links.lo.tolist(), links.lo_port.tolist(),
         links.hi.tolist(), links.hi_port.tolist(), links.lane.tolist(),
     )
+    # the lane key of each kind: a server link's at its leaf ("lane"); a switch-to-switch link's at
+    # the end whose port is broken out ("a_lane" or "b_lane"), where tiers of different speeds meet
+    plan = fabric.plan
+    lane_key = ["lane"] + [("a_lane" if plan.lanes(k)[0] > 1 else "b_lane" if plan.lanes(k)[1] > 1 else None)
+                           for k in range(1, len(LINK_KINDS))]
     # names are validated host-name-safe strings, so they need no JSON escaping
     link_lines = [
         f'    {{"kind": "{kinds[k]}", "gbps": {g}, "a": "{names[a]}", "a_port": {ap}, '
-        f'"b": "{names[b]}", "b_port": {bp}' + (f', "lane": {ln}}}' if k == 0 else "}")
+        f'"b": "{names[b]}", "b_port": {bp}' + (f', "{lane_key[k]}": {ln}}}' if lane_key[k] else "}")
         for k, g, a, ap, b, bp, ln in rows
     ]
     peer = fabric.peer_links

@@ -35,8 +35,9 @@ import numpy as np
 from .. import __version__
 from ..addressing import bond_name, ip_text, server_block_size, sonic_port_name
 from ..errors import TopoError
-from ..fabric import KIND_NAMES, PEER_KIND, ROLES, Fabric, edge_keys, is_ethernet
+from ..fabric import KIND_NAMES, PEER_KIND, ROLES, Fabric, edge_keys, is_ethernet, switch_port_names
 from ..fabric import cabled_links as all_links
+from .summary import switch_breakouts as summary_breakouts
 from ..spec import tier_switch
 from .diagram import fabric_svg
 from .templating import render_template, template_environment
@@ -130,6 +131,12 @@ def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", imag
         t = tier_switch(fabric.spec, chassis[0])
         raise ExportError(f"containerlab kind sonic-vs: the {ROLES[t.tier]} tier's {t.model} is a modular chassis, "
                           f"which gets no config_db.json to boot SONiC VS from; use kind linux (FRR)")
+    broken = summary_breakouts(fabric)
+    if kind == "sonic-vs" and broken:
+        b = broken[0]
+        raise ExportError(f"containerlab kind sonic-vs: the {b['tier']}s' {b['port_gbps']}G ports are broken out into "
+                          f"{b['lanes']} {b['links']} links, but SONiC VS maps one container interface (ethN) to "
+                          f"each front-panel port; use kind linux (FRR)")
     files = {"graph/fabric.graphml": graphml_text(fabric.graph, fabric_edges(fabric))}
     if len(fabric.links) + _peer_count(fabric) <= FULL_DOT_MAX_LINKS:
         files["graph/fabric.dot"] = full_dot(fabric)
@@ -564,19 +571,14 @@ def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, st
     """
     links, names = all_links(fabric), fabric.names
     rows = np.flatnonzero(links.kind >= 1)
-    tier_lanes = fabric.addressing.tier_lanes
-    if kind == "sonic-vs":
-        def port(p: int, tier: int) -> str:
-            return f"eth{p}"
+    if kind == "sonic-vs":  # whole ports only (a fabric with broken-out switch ports is refused)
+        lo_name = [f"eth{p}" for p in links.lo_port[rows].tolist()]
+        hi_name = [f"eth{p}" for p in links.hi_port[rows].tolist()]
     else:
-        def port(p: int, tier: int) -> str:
-            return sonic_port_name(p, 1, tier_lanes(tier), 1)
-    out = []
-    for lo, lo_port, hi, hi_port, k in zip(links.lo[rows].tolist(), links.lo_port[rows].tolist(),
-                                            links.hi[rows].tolist(), links.hi_port[rows].tolist(),
-                                            links.kind[rows].tolist()):
-        low, up = (1, 1) if k == PEER_KIND else (k, k + 1)  # kind k: tier k to k + 1; a peer link: leaf to leaf
-        out.append((names[lo], port(lo_port, low), names[hi], port(hi_port, up)))
+        lo_all, hi_all = switch_port_names(fabric, links)
+        lo_name, hi_name = [lo_all[r] for r in rows.tolist()], [hi_all[r] for r in rows.tolist()]
+    out = [(names[lo], a, names[hi], b)
+           for lo, a, hi, b in zip(links.lo[rows].tolist(), lo_name, links.hi[rows].tolist(), hi_name)]
     _check_interface_names(out)
     return out
 
@@ -647,7 +649,6 @@ def _lab_addresses(fabric: Fabric) -> dict[int, list[tuple[str, str]]]:
     with numbered links each switch-to-switch /31 (the upper end even, the lower end odd), as the
     switch's config_db.json sets them on SONiC."""
     links, addressing = fabric.links, fabric.addressing
-    lanes = addressing.tier_lanes
     out: dict[int, list[tuple[str, str]]] = {}
     for v in range(fabric.first(1), len(fabric.names)):
         out[v] = [("lo", f"{ip_text(addressing.loopback[[v]])[0]}/32")]
@@ -655,10 +656,10 @@ def _lab_addresses(fabric: Fabric) -> dict[int, list[tuple[str, str]]]:
         rows = np.flatnonzero(links.kind >= 1)
         ips = ip_text(addressing.link_ip[rows])
         odd = ip_text(addressing.link_ip[rows] + 1)
+        lo_name, hi_name = switch_port_names(fabric, links)
         for i, r in enumerate(rows.tolist()):
-            k = int(links.kind[r])  # tier k below, k + 1 above
-            out[int(links.hi[r])].append((sonic_port_name(int(links.hi_port[r]), 1, lanes(k + 1), 1), f"{ips[i]}/31"))
-            out[int(links.lo[r])].append((sonic_port_name(int(links.lo_port[r]), 1, lanes(k), 1), f"{odd[i]}/31"))
+            out[int(links.hi[r])].append((hi_name[r], f"{ips[i]}/31"))
+            out[int(links.lo[r])].append((lo_name[r], f"{odd[i]}/31"))
     return out
 
 

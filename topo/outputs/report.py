@@ -29,7 +29,7 @@ from ..fabric import Fabric
 from .design import spec_and_inputs
 from .diagram import fabric_svg
 from .plots import busbw_svg, prefix_ids, utilisation_svg
-from .summary import dual_tor_line
+from .summary import breakout_line, dual_tor_line, switches_line
 from .templating import format_size, render_template, template_environment
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -231,17 +231,13 @@ def _tier_section(r: Review) -> dict[str, Any]:
     rows = [[role, _n(t["switches"]), _n(t["ports_used"]), _n(t["ports_free"]), _n(t["links_below"]),
              _n(t["cables_below"]), t["oversubscription"] or "-"] for role, t in s["per_tier"].items()]
     rows.append(["total", _n(s["switches"]["total"]), "", "", _n(s["links"]["total"]), _n(s["cables"]), ""])
-    model = s["switch"]["model"]
     unit = "scalable unit" if s["placement"] == "rail" else "rack"
     lines = [
         f"{s['nodes']:,} nodes of {s['gpus_per_node']} GPUs and {s['nics_per_node']} x {s['nic_gbps']}G NICs"
         + (f", each with {s['planes']} ports of {s['nic_gbps'] // s['planes']}G in {s['planes']} planes (no link joins "
            f"two planes)" if s.get("planes", 1) > 1 else ""),
-        (f"switches: radix {s['switch']['radix']} x {s['switch']['port_gbps']}G" + (f" ({model})" if model else " (no model named)")
-         if len({(t["model"], t["radix"]) for t in s["per_tier"].values()}) == 1 else
-         "switches: " + ", ".join(f"{t['role']} {t['radix']} x {s['switch']['port_gbps']}G"
-                                  + (f" ({t['model']})" if t["model"] else " (no model named)")
-                                  for t in s["per_tier"].values())),
+        switches_line(s, generic=" (no model named)"),
+        *([breakout_line(s["breakouts"])] if s.get("breakouts") else []),
         f"{s['scalable_units']:,} {unit}{'s' if s['scalable_units'] != 1 else ''} of {s['su_nodes']} nodes"
         + (f", {s['pods']} pods" + (" a plane" if s.get("planes", 1) > 1 else "") if s["tiers"] == 3 else ""),
         *([dual_tor_line(s["dual_tor"])] if s.get("dual_tor") else []),

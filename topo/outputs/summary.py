@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..fabric import LINK_KINDS, PEER_LINK, ROLES, Fabric
+from ..fabric import LINK_KINDS, PEER_LINK, ROLES, Fabric, end_lanes
 from ..sizing import growth
 from ..spec import format_ratio, tier_switch
 
@@ -30,6 +30,7 @@ class TierSummary:
     role: str
     model: str | None  #: the tier's switch model (None for a generic switch)
     radix: int  #: ports of one switch of the tier
+    port_gbps: int  #: speed of its ports
     switches: int
     ports_used: int
     ports_free: int
@@ -67,6 +68,7 @@ class Summary:
     tier_rows: tuple[TierSummary, ...] = field(repr=False)
     growth: dict[str, Any] | None = None  #: :func:`topo.sizing.growth`, with ``grow_to``
     dual_tor: dict[str, Any] | None = None  #: :func:`dual_tor_facts`, with ``dual_tor``
+    breakouts: tuple[dict[str, Any], ...] = ()  #: :func:`switch_breakouts`: where tiers' port speeds differ
 
     @property
     def switches(self) -> dict[str, int]:
@@ -114,18 +116,20 @@ class Summary:
             "per_tier": {row.role: row.to_dict() for row in self.tier_rows},
             "growth": self.growth,
             "dual_tor": self.dual_tor,
+            "breakouts": list(self.breakouts),
         }
 
 
 def ports_used(fabric: Fabric) -> np.ndarray:
     """Physical switch ports used per vertex (servers: NICs cabled).
 
-    A broken-out leaf port counts once, however many of its lanes are used.
+    A broken-out port counts once, however many of its lanes are used.
     """
     links = fabric.links
     n = len(fabric.names)
-    lo = np.bincount(links.lo, minlength=n)
-    hi = np.bincount(links.hi[links.lane == 1], minlength=n)
+    lo_lane, hi_lane = end_lanes(fabric.plan, links)
+    lo = np.bincount(links.lo[lo_lane == 1], minlength=n)
+    hi = np.bincount(links.hi[hi_lane == 1], minlength=n)
     if fabric.peer_links is not None:  # a dual-ToR peer link takes a port of both leaves
         hi += np.bincount(fabric.peer_links.lo, minlength=n) + np.bincount(fabric.peer_links.hi, minlength=n)
     return lo + hi
@@ -192,6 +196,7 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
                 role=ROLES[tier],
                 model=model.model,
                 radix=model.radix,
+                port_gbps=model.port_gbps,
                 switches=count,
                 ports_used=int(tier_used.sum()),
                 ports_free=count * model.radix - int(tier_used.sum()),
@@ -209,7 +214,62 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.plane_pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
         tier_rows=tuple(rows), growth=growth(spec), dual_tor=dual_tor_facts(fabric, cabling),
+        breakouts=tuple(switch_breakouts(fabric)),
     )
+
+
+def switch_breakouts(fabric: Fabric) -> list[dict[str, Any]]:
+    """Where two tiers of different port speeds meet: the links (kind), their speed, the tier whose
+    faster ports are broken out, those ports' speed and the links each carries. Empty when every
+    tier's ports are of one speed.
+
+    >>> from topo import build_fabric, load_spec
+    >>> switch_breakouts(build_fabric(load_spec({"gpus": 1024, "leaf_switch": "eth-25t-64x400",
+    ...                                          "spine_switch": "eth-51t-64x800"})))
+    [{'links': 'leaf-spine', 'link_gbps': 400, 'tier': 'spine', 'port_gbps': 800, 'lanes': 2}]
+    """
+    plan, spec = fabric.plan, fabric.spec
+    out = []
+    for kind in range(1, plan.tiers):
+        for end, lanes in enumerate(plan.lanes(kind)):
+            if lanes > 1:
+                tier = kind + end
+                sw = tier_switch(spec, tier)
+                out.append({"links": LINK_KINDS[kind], "link_gbps": sw.port_gbps // lanes, "tier": ROLES[tier],
+                            "port_gbps": sw.port_gbps, "lanes": lanes})
+    return out
+
+
+def switches_line(s: dict[str, Any], generic: str = "") -> str:
+    """``switches: radix 64 x 400G (eth-25t-64x400)``, or each tier's model where they differ, from a
+    summary's :meth:`Summary.to_dict`; ``generic`` follows a tier without a model (the console
+    leaves it out, the design review says so).
+
+    >>> from topo import build_fabric, load_spec
+    >>> switches_line(summarize(build_fabric(load_spec({"gpus": 1024, "spine_switch": "eth-51t-64x800"}))).to_dict())
+    'switches: leaf 64 x 400G, spine 64 x 800G (eth-51t-64x800)'
+    """
+    tiers = list(s["per_tier"].values())
+
+    def model(t: dict[str, Any]) -> str:
+        return f" ({t['model']})" if t["model"] else generic
+
+    if len({(t["model"], t["radix"], t["port_gbps"]) for t in tiers}) == 1:
+        return f"switches: radix {tiers[0]['radix']} x {tiers[0]['port_gbps']}G{model(tiers[0])}"
+    return "switches: " + ", ".join(f"{t['role']} {t['radix']} x {t['port_gbps']}G{model(t)}" for t in tiers)
+
+
+def breakout_line(breakouts: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> str | None:
+    """The summary's line on tiers of different port speeds (None when there are none), as the console
+    and the design review print it.
+
+    >>> breakout_line([{"links": "leaf-spine", "link_gbps": 400, "tier": "spine", "port_gbps": 800, "lanes": 2}])
+    'port speeds: leaf-spine links at 400G, each 800G spine port broken out into 2'
+    """
+    if not breakouts:
+        return None
+    return "port speeds: " + "; ".join(f"{b['links']} links at {b['link_gbps']}G, each {b['port_gbps']}G "
+                                       f"{b['tier']} port broken out into {b['lanes']}" for b in breakouts)
 
 
 def _ratio_text(ratio) -> str:
