@@ -90,6 +90,7 @@ SHAPES = {
     "two-planes": dict(gpus=1024, switch="eth-51t-128x400", nic_gbps=800, planes=2),
     "two-planes-rack-3tier": dict(gpus=256, placement="rack", radix=16, tiers=3, nic_gbps=800, planes=2),
     "mixed-leaf-spine": dict(gpus=4096, switch="eth-25t-64x400", spine_switch="eth-51t-128x400"),
+    "spine-800g-over-400g-leaves": dict(gpus=1024, switch="eth-25t-64x400", spine_switch="eth-51t-64x800"),
     "dual-tor": dict(gpus=1024, dual_tor=True),
     "dual-tor-rack-3tier": dict(gpus=256, placement="rack", radix=16, tiers=3, dual_tor=True),
 }
@@ -497,7 +498,8 @@ def parse_show_topology(text: str) -> dict[str, dict[str, str]]:
 
 
 SLURM_SHAPES = ["rail-2tier", "rail-3tier", "rail-3tier-wide-su", "rack-2tier", "rack-3tier", "rail-only", "grown-3tier",
-                "undersubscribed", "two-planes", "two-planes-rack-3tier", "mixed-leaf-spine", "dual-tor-rack-3tier"]
+                "undersubscribed", "two-planes", "two-planes-rack-3tier", "mixed-leaf-spine", "spine-800g-over-400g-leaves",
+                "dual-tor-rack-3tier"]
 
 
 @needs_slurm

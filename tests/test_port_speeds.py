@@ -257,3 +257,49 @@ def test_growth_keeps_whole_fast_ports_free():
     # 24 leaves to come x 32 uplinks = 768 links: 768 ports of 400G, or 384 ports of 800G in 2 lanes
     assert (fast["reserved_ports"]["spine"], split["reserved_ports"]["spine"]) == (384, 768)
     assert fast["steps"] == split["steps"]
+
+
+def test_growth_counts_a_half_used_fast_port_once():
+    from topo.sizing import growth
+
+    # 3 racks of 32 GPUs on 32 spines, one link each: today every spine's port 2 has lane 1 in use;
+    # the final 32 leaves use 16 ports of 2 lanes a spine: 14 more ports a spine
+    g = growth(load_spec({"gpus": 96, "grow_to": 1024, "placement": "rack", "spines": 32, **FAST_SPINE}))
+    assert g["reserved_ports"]["spine"] == 32 * 14
+
+
+def test_bgp_takes_every_link_of_a_switch_with_more_links_than_ports():
+    # 800G leaves at 3:5: 24 ports down, 40 up = 80 links of 400G to the spines, on 64 ports
+    fabric = build_fabric(load_spec({"gpus": 256, "oversubscription": "3:5", **FAST_LEAF}))
+    frr = dict(config_files(fabric))["switches/cluster-leaf-su00-r0/frr.conf"]
+    assert frr.count(" remote-as ") == 80 and "  maximum-paths 80\n" in frr
+
+
+def test_a_lost_link_what_if_names_the_port_of_one_link():
+    from topo.analysis.analyze import _parts
+
+    # the 800G leaf's uplink port carries 2 links: the what-if names the spine's 400G port instead
+    names = _parts(build_fabric(load_spec({"gpus": 1024, **FAST_LEAF})), ("link", 1), 3)
+    assert names[0] == "cluster-spine-00:1" and all(n.startswith("cluster-spine-") for n in names)
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(leaf_switch="ndr-64x400", spine_switch="xdr-144x800"),
+     "are InfiniBand models of different port speeds; topo breaks faster ports out only on Ethernet"),
+    (dict(spines=2, **FAST_SPINE), r"spines=2 have 256 downlink links \(128 ports of 2 lanes\) but 32 leaves x 32 "
+                                   r"uplinks need 1024"),
+])
+def test_more_mixes_that_are_refused(fields, message):
+    with pytest.raises(SpecError, match=message):
+        build_fabric(load_spec({"gpus": 1024, **fields}))
+
+
+def test_optics_that_cannot_meet_are_one_error_line_and_no_folder(tmp_path):
+    out = tmp_path / "x"
+    result = CliRunner().invoke(main, ["build", "--gpus", "512", "--radix", "64", "--port-gbps", "200", "--nic-gbps",
+                                       "200", "--spine-switch", "eth-51t-64x800", "-o", str(out), "-q"],
+                                prog_name="topo")
+    assert result.exit_code != 0 and not out.exists()
+    assert result.output.strip().splitlines()[-1].startswith(
+        "Error: leaf-spine: no optical module pair of the media catalogue joins a 200G and a 800G switch cage "
+        "for a 200G link")

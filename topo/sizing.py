@@ -379,7 +379,7 @@ def _plan_planes(spec: FabricSpec) -> Plan:
 
 
 def _spines_for(
-    spec: FabricSpec, up: int, leaves: int, spine_down: int, where: str
+    spec: FabricSpec, up: int, leaves: int, spine_down: int, where: str, lanes: int = 1
 ) -> int:
     """Spines so that every leaf has the same number of links to each (a divisor of ``up``)."""
     needed = Fraction(leaves * up, spine_down)
@@ -399,7 +399,9 @@ def _spines_for(
     if spec.spines < needed:
         raise SpecError(
             [
-                f"spines={spec.spines}{where} have {spec.spines * spine_down} downlink ports but "
+                f"spines={spec.spines}{where} have {spec.spines * spine_down} downlink "
+                + ("ports" if lanes == 1 else f"links ({spec.spines * spine_down // lanes} ports of {lanes} lanes)")
+                + " but "
                 f"{leaves} leaves x {up} uplinks need {leaves * up}; spine counts that fit: "
                 f"{', '.join(map(str, fitting))}"
             ]
@@ -463,7 +465,7 @@ def _lane_fields(shape: _Shape, tiers: int) -> dict:
 
 def _plan_two_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, leaves: int, spine_k: int) -> Plan:
     spine_links = spine_k * shape.lanes.spine_down
-    spines = _spines_for(spec, shape.up, leaves, spine_links, "")
+    spines = _spines_for(spec, shape.up, leaves, spine_links, "", shape.lanes.spine_down)
     return Plan(
         tiers=2, placement=spec.placement, nodes=nodes, rails=spec.nic_links,
         breakout=shape.breakout, leaf_down_ports=shape.down, leaf_up_ports=shape.up_ports,
@@ -480,7 +482,7 @@ def _plan_three_tiers(spec: FabricSpec, shape: _Shape, nodes: int, sus: int, lea
     """``k``: a core's ports."""
     per_pod = min(shape.leaves_per_full_pod, leaves)
     pods = _ceil_div(leaves, per_pod)
-    spines_per_pod = _spines_for(spec, shape.up, per_pod, shape.spine_down, " per pod")
+    spines_per_pod = _spines_for(spec, shape.up, per_pod, shape.spine_down, " per pod", shape.lanes.spine_down)
     core_links = k * shape.lanes.core_down
     cores_per_group = _smallest_divisor_at_least(shape.spine_up, Fraction(pods * shape.spine_up, core_links))
     assert cores_per_group is not None  # pods <= a core's links was checked
@@ -530,6 +532,11 @@ def _plan_grown(spec: FabricSpec) -> Plan:
     return replace(final, nodes=nodes, sus=sus, leaves=leaves, pods=pods, spines=pods * final.spines_per_pod)
 
 
+def _ports_of(links: int, lanes: int) -> int:
+    """Ports that ``links`` consecutive link slots take on ports of ``lanes`` lanes."""
+    return _ceil_div(max(links, 0), lanes)
+
+
 def growth(spec: FabricSpec) -> dict | None:
     """How a fabric cabled for ``grow_to`` GPUs grows: the final counts, the switch ports kept free
     for what is still to come, and the steps, one scalable unit (or rack) at a time. None without
@@ -548,11 +555,15 @@ def growth(spec: FabricSpec) -> dict | None:
     if final_of is spec:
         return None
     now, final = plan_fabric(spec), plan_fabric(final_of)
-    # the final fabric's leaves that land in today's pods, and the ports they will take
-    leaves_in_pods = min(final.leaves, now.pods * final.leaves_per_pod)
-    # ports, where a broken-out port's lanes count as their share of it
-    reserved_spine = _ceil_div((leaves_in_pods - now.leaves) * final.leaf_uplinks, final.spine_down_lanes)
-    reserved_core = (_ceil_div((final.spines - now.spines) * final.spine_uplinks, final.core_down_lanes)
+    # ports free today that the final size uses: a port counts as used once any of its lanes is
+    reserved_spine = final.spines_per_pod * sum(
+        _ports_of(min(final.leaves_per_pod, final.leaves - p * final.leaves_per_pod) * final.leaf_spine_links,
+                  final.spine_down_lanes)
+        - _ports_of(min(now.leaves_per_pod, now.leaves - p * now.leaves_per_pod) * final.leaf_spine_links,
+                    final.spine_down_lanes)
+        for p in range(now.pods))
+    reserved_core = (final.cores * (_ports_of(final.pods * final.spine_core_links, final.core_down_lanes)
+                                    - _ports_of(now.pods * final.spine_core_links, final.core_down_lanes))
                      if final.tiers == 3 else 0)
     steps = []
     previous = now

@@ -969,6 +969,12 @@ def _check_tier_switches(values: dict[str, Any], problems: list[str]) -> None:
         problems.append("leaf_switch, spine_switch, core_switch: "
                         + ", ".join(f"{name}={m or 'generic Ethernet'}" for name, m in zip(TIER_SWITCH_FIELDS.values(), chain))
                         + " mix Ethernet and InfiniBand; every tier must be of one technology")
+    elif techs == {"infiniband"} and len({s for s in speeds if isinstance(s, int)}) > 1:
+        problems.append("leaf_switch, spine_switch, core_switch: "
+                        + ", ".join(f"{name}={m}" for name, m in zip(TIER_SWITCH_FIELDS.values(), chain))
+                        + " are InfiniBand models of different port speeds; topo breaks faster ports out only on "
+                        "Ethernet (an InfiniBand generation's split ports and optics are not modelled): pick one speed")
+        return
     names = list(TIER_SWITCH_FIELDS.values())
     for t in (1, 2):
         lo, hi = speeds[t - 1], speeds[t]

@@ -792,9 +792,12 @@ def _parts(fabric: Fabric, what: tuple[str, int], samples: int) -> list[str]:
         candidates = np.flatnonzero(fabric.tier == value)
     else:
         candidates = np.flatnonzero(fabric.links.kind == value)
-        # one entry per port of the lower end: the lanes of a broken-out port fail together
+        # one entry per port of the lower end: the lanes of a broken-out port fail together; where
+        # the lower end is a switch port broken out to a slower tier, the upper end's port (one link)
         links = fabric.links
-        port_key = links.lo[candidates].astype(np.int64) * (1 << 20) + links.lo_port[candidates]
+        upper = value > 0 and fabric.plan.lanes(value)[0] > 1
+        end, port = (links.hi, links.hi_port) if upper else (links.lo, links.lo_port)
+        port_key = end[candidates].astype(np.int64) * (1 << 20) + port[candidates]
         candidates = candidates[np.sort(np.unique(port_key, return_index=True)[1])]
     if candidates.size == 0:
         return []
@@ -804,8 +807,7 @@ def _parts(fabric: Fabric, what: tuple[str, int], samples: int) -> list[str]:
         if kind == "switch":
             names.append(fabric.names[int(i)])
         else:
-            lo = int(fabric.links.lo[i])
-            names.append(f"{fabric.names[lo]}:{int(fabric.links.lo_port[i])}")
+            names.append(f"{fabric.names[int(end[i])]}:{int(port[i])}")
     return names
 
 

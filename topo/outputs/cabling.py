@@ -324,10 +324,14 @@ class _Ends:
         return self.classes[int(self.tier_class[1])]
 
     def interfaces(self, media: tuple[Medium, ...]) -> np.ndarray:
-        """The optical interface of each medium's module in each cage class (``SR4``, ``SR8``,
-        ``DR4``...; "" where not offered): two ends of a fibre must have the same one."""
-        return np.array([[_optical_interface(c.at_switch[m.key].transceiver) if m.key in c.at_switch
-                          and c.at_switch[m.key].transceiver else "" for m in media] for c in self.classes])
+        """The optical interface of each medium's module in each cage class, with the speed of one of
+        its optical ports (``SR4@400``, ``DR4@400``...; "" where not offered): two ends of a fibre
+        must have the same one. The speed tells a 400G DR4 (4 x 100G) from an 800G one (4 x 200G),
+        which meet where two tiers of different port speeds do."""
+        return np.array([[f"{_optical_interface(c.at_switch[m.key].transceiver)}@"
+                          f"{c.cage_gbps // max(c.at_switch[m.key].optical_ports, 1)}"
+                          if m.key in c.at_switch and c.at_switch[m.key].transceiver else "" for m in media]
+                         for c in self.classes])
 
     def column(self, media: tuple[Medium, ...], attr: str) -> np.ndarray:
         """One figure of every medium in every cage class: shape (classes, media), -1 where not offered."""
@@ -491,6 +495,7 @@ def _choose_media(rows: _Rows, groups: _CageGroups, media: tuple[Medium, ...], e
     # modules do not talk): with cages of one kind it always is
     interface = ends.interfaces(media)
     eligible = np.zeros((len(media), len(rows)), dtype=bool)
+    fits = np.zeros(len(rows), dtype=bool)  # some fibre's optics fit both ends, whatever the length
     for i, m in enumerate(media):
         at_a, at_b = reach_sw[rows.a_class, i], reach_sw[b_class, i]
         if m.kind == COPPER:
@@ -507,6 +512,7 @@ def _choose_media(rows: _Rows, groups: _CageGroups, media: tuple[Medium, ...], e
                              np.where(at_b > 0, np.minimum(at_a, at_b), -1.0))
             same = nl | (interface[rows.a_class, i] == interface[b_class, i])
             eligible[i] = (at_a > 0) & (reach > 0) & (length <= reach + 1e-9) & same
+            fits |= (at_a > 0) & (reach > 0) & same
     found = eligible.any(axis=0)
     if not found.all():
         problems = []
@@ -519,6 +525,15 @@ def _choose_media(rows: _Rows, groups: _CageGroups, media: tuple[Medium, ...], e
                 (f"two {cage} switch cages" if far == cage else f"a {cage} and a {far} switch cage")
             field = "the fixed peer-link run, PEER_LINK_M" if k == PEER_KIND else \
                 f"cable_{LINK_KINDS[k].replace('-', '_')}_m"
+            if k and far != cage and not fits[rows.kind == k].any():
+                # tiers of different port speeds whose optics cannot meet at any length
+                problems.append(
+                    f"{ROW_KINDS[k]}: no optical module pair of the media catalogue joins {where} for a "
+                    f"{speed_text(int(rows.gbps[row]))} link (the two ends need one optical interface at one "
+                    f"optical-port speed, so a broken-out port's lanes each fill one optical port), and no "
+                    f"copper reaches {rows.lengths[k]:g} m ({field}); pick models whose port speeds meet at "
+                    f"their optics, or add such a medium")
+                continue
             problems.append(
                 f"{ROW_KINDS[k]}: no medium in the media catalogue reaches {rows.lengths[k]:g} m between "
                 f"{where} ({field}); shorten the run or add a medium that reaches it")

@@ -365,7 +365,9 @@ class ConfigFacts:
             "active_ports": [p for p in ports if p["kind"] is not None],
             "server_ports": [p for p in ports if p["kind"] == "node-leaf"],
             "neighbors": neighbors,
-            "maximum_paths": min(256, self.radix[tier]),
+            # ECMP paths: every port's worth, and more where broken-out ports carry more links than
+            # the switch has ports (its BGP neighbours bound the equal-cost paths of any route)
+            "maximum_paths": min(256, max(self.radix[tier], len(neighbors))),
             "platform": platform.to_dict() if platform is not None else None,
             "buffer_profiles": self.tier_buffer_profiles(tier),
             "pfc_to_pg": ({p: self.qos.tc_to_pg()[p] for p in self.qos.lossless_tc} if self.pfc_to_pg_map(tier)
