@@ -17,7 +17,9 @@ analysis runs twice, with the faults and intact, for the comparison); and one at
 radix 128 with ``--planes 2 --nic-gbps 800`` (two planes of 400G NIC ports: twice the server links,
 and hops, ECMP width and the least cut worked out plane by plane), and one there with
 ``--dual-tor True`` (every NIC bonded over two 200G links to a leaf pair: twice the server links,
-and the bonds' queue pairs, 2 a connection by default, routed over both).
+and the bonds' queue pairs, 2 a connection by default, routed over both); and one at 131,072 GPUs
+of 800G leaves under 400G spines and cores (``--leaf-switch eth-51t-64x800 --spine-switch
+eth-51t-128x400``, radix 64: every leaf uplink port broken out into two 400G links).
 
 The parts of the analysis are timed inside that same call by wrapping the functions
 ``topo.analyze`` calls: ``hop_counts``, ``bisection``, ``ecmp_width`` and ``allreduce``, and inside
@@ -48,7 +50,8 @@ replaced by the tables, the target results and a description of the machine.
 Usage::
 
     python benchmarks/bench_analyze.py [--sizes GPUS[:RADIX] ...] [--heavy-sizes ...]
-        [--faults-sizes ...] [--planes-sizes ...] [--networkx-sizes ...] [--repeat N] [--write-docs]
+        [--faults-sizes ...] [--planes-sizes ...] [--dual-tor-sizes ...] [--speeds-sizes ...]
+        [--networkx-sizes ...] [--repeat N] [--write-docs]
 
 This is a benchmark, not a test: it is not collected by pytest.
 """
@@ -86,6 +89,9 @@ DEFAULT_PLANES_SIZES = ("131072:128",)
 #: A dual-ToR case: every NIC bonded over two 200G links to a leaf pair (twice the server links).
 DUAL_TOR = {"dual_tor": True}
 DEFAULT_DUAL_TOR_SIZES = ("131072:128",)
+#: Tiers of different port speeds: 64 x 800G leaves (400G NICs) under 128 x 400G spines and cores.
+SPEEDS = {"leaf_switch": "eth-51t-64x800", "spine_switch": "eth-51t-128x400"}
+DEFAULT_SPEEDS_SIZES = ("131072:64",)
 
 #: Targets: on a 2-core machine, this many GPUs (radix 64) analysed in at most this many seconds
 #: (median of the runs, build excluded) with at most this peak memory (whole process), and the
@@ -494,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"sizes also built and analysed with `{flags(PLANES)}` (none: skip) [131072:128]")
     parser.add_argument("--dual-tor-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_DUAL_TOR_SIZES],
                         help=f"sizes also built and analysed with `{flags(DUAL_TOR)}` (none: skip) [131072:128]")
+    parser.add_argument("--speeds-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_SPEEDS_SIZES],
+                        help=f"sizes also built and analysed with `{flags(SPEEDS)}` (none: skip) [131072:64]")
     parser.add_argument("--networkx-sizes", **sizes, default=[parse_size(s) for s in DEFAULT_EXTRA_SIZES],
                         help="sizes of the networkx max-flow comparison (none: skip) [65536]")
     parser.add_argument("--repeat", type=int, default=3, help="runs per case [3]")
@@ -514,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
 
     plan = ([(g, r, {}) for g, r in args.sizes] + [(g, r, HEAVY) for g, r in args.heavy_sizes]
             + [(g, r, FAULTS) for g, r in args.faults_sizes] + [(g, r, PLANES) for g, r in args.planes_sizes]
-            + [(g, r, DUAL_TOR) for g, r in args.dual_tor_sizes])
+            + [(g, r, DUAL_TOR) for g, r in args.dual_tor_sizes] + [(g, r, SPEEDS) for g, r in args.speeds_sizes])
     cases = []
     for gpus, radix, extra in plan:
         runs = []
