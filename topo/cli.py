@@ -867,11 +867,13 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Output folder [./LABEL-report, or ./A-vs-B-report for a comparison].")
 @click.option("--force", is_flag=True, help="Replace an existing report folder.")
+@click.option("--sweep", "sweep_path", type=click.Path(exists=True, path_type=Path), default=None,
+              help="A folder (or its sweep.json) written by 'topo sweep': adds its Pareto fronts, the design ringed.")
 @templates_option
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, templates: tuple[Path, ...],
-                   fmt: str, quiet: bool) -> None:
+def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, sweep_path: Path | None,
+                   templates: tuple[Path, ...], fmt: str, quiet: bool) -> None:
     """The design review of one design, or several side by side: report.html and report.md.
 
     Each DESIGN is a folder written by 'topo build' (its spec.yaml is read, and the folder must be
@@ -897,7 +899,8 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
                 raise AnalysisError([f"{design} is not a design folder written by topo build: no spec.yaml"])
         out = output or Path(("-vs-".join(labels) if len(labels) > 1 else labels[0]) + "-report")
         specs = [spec_from_cli(f, {}, progress) for f in spec_files]
-        inputs = [*templates, *spec_files]
+        sweep = read_sweep_json(sweep_path) if sweep_path is not None else None
+        inputs = [*templates, *spec_files, *([sweep_path] if sweep_path is not None else [])]
         folder = OutputFolder(out, force, inputs)
         for spec in specs:
             check_addressing(spec, plan_fabric(spec))
@@ -922,7 +925,8 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
                                           base_dir=spec_file.parent, source=str(design),
                                           progress=progress.counter(f"{parts} parts failed one at a time", parts)))
             with progress.stage(f"writing {out}/"):
-                count = folder.write(with_manifest(report_files(reviews, templates, in_build=False).items()))
+                count = folder.write(with_manifest(report_files(reviews, templates, in_build=False,
+                                                                sweep=sweep).items()))
         progress.say(f"wrote {count:,} files")
     data = report_data(reviews)
 
@@ -932,6 +936,18 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
         return text + (f"\n\n{data['verdict']}" if "verdict" in data else "") + f"\n\nreport: {out}/report.html"
 
     emit(data, fmt, table)
+
+
+def read_sweep_json(path: Path) -> dict[str, Any]:
+    """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
+    file = path / "sweep.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AnalysisError([f"--sweep {path}: not a sweep written by topo sweep ({' '.join(str(exc).split())})"]) from None
+    if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
+        raise AnalysisError([f"--sweep {path}: not a sweep.json written by topo sweep (no rows, pareto and columns)"])
+    return data
 
 
 def _report_labels(designs: tuple[Path, ...]) -> list[str]:
@@ -1006,6 +1022,283 @@ def switches(fmt: str) -> None:
     rows = [[m.name, m.radix, m.port_gbps, m.power_w, m.description, skus(m)] for m in models.values()]
     emit(data, fmt, lambda: format_table(["model", "radix", "port Gb/s", "power W", "description",
                                           "SONiC platforms (default first)"], rows))
+
+
+
+
+# --- topo sweep -------------------------------------------------------------------------------------
+
+#: Spec fields a sweep takes once, for every design (a file each; not an axis of the grid).
+SWEEP_FIXED_SPEC = ("prices", "hostnames", "server")
+#: Analysis options that are not axes of a sweep: the sizes are one list for every design, named
+#: failures have different names in every design, and the Monte Carlo has its own flags.
+SWEEP_FIXED_OPTIONS = ("sizes", "fail", "fail_random")
+#: Message sizes of a sweep's busbw columns when none are given.
+SWEEP_SIZES = (8 << 30,)
+
+
+def sweep_options(func: Callable) -> Callable:
+    """Every spec field and analysis option as a repeatable flag: each value given is one value of
+    that axis of the grid."""
+    for field, flag, kwargs in reversed(ANALYSIS_FLAGS):
+        if field in SWEEP_FIXED_OPTIONS:
+            continue
+        kw = {k: v for k, v in kwargs.items() if k not in ("default", "show_default")}
+        func = click.option(flag, field, multiple=True, **kw)(func)
+    for field, flag, kwargs in reversed(SPEC_FLAGS):
+        kw = {k: v for k, v in kwargs.items() if k != "default"}
+        if field in SWEEP_FIXED_SPEC:
+            func = click.option(flag, field, default=None, **kw)(func)
+        else:
+            func = click.option(flag, field, multiple=True, default=(), **kw)(func)
+    return func
+
+
+def _option_value(name: str, value: Any) -> Any:
+    """A value of analysis option ``name`` from a sweep file, converted as its flag converts it."""
+    kwargs = next(k for f, _, k in ANALYSIS_FLAGS if f == name)
+    if "/" in next(flag for f, flag, _ in ANALYSIS_FLAGS if f == name):  # --x/--no-x
+        if isinstance(value, bool):
+            return value
+        return click.BOOL.convert(value, None, None)
+    kind = kwargs.get("type")
+    return kind.convert(value, None, None) if isinstance(kind, click.ParamType) else value
+
+
+#: Most values one range of a sweep file gives.
+MAX_RANGE_VALUES = 1000
+
+
+def _grid_values(path: Path, name: str, value: Any) -> list[Any]:
+    """The values of one axis of a sweep file's grid: a list, one value, or a range
+    ``{from: A, to: B, step: S}`` (A, A + S, ... up to B) or ``{from: A, to: B, times: F}``
+    (A, A x F, ... up to B), of numbers.
+
+    >>> _grid_values(Path("s.yaml"), "gpus", {"from": 1024, "to": 8192, "times": 2})
+    [1024, 2048, 4096, 8192]
+    >>> _grid_values(Path("s.yaml"), "oversubscription", {"from": 1, "to": 2, "step": 0.5})
+    [1, 1.5, 2]
+    """
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if not isinstance(value, dict):
+        return [value]
+    keys = set(value)
+    if not ({"from", "to"} <= keys and len(keys & {"step", "times"}) == 1 and keys <= {"from", "to", "step", "times"}):
+        raise AnalysisError([f"{path}: grid {name}: a range is {{from: A, to: B, step: S}} or {{from: A, to: B, "
+                             f"times: F}}, got {quote(str(value))}"])
+    nums = {k: v for k, v in value.items()}
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in nums.values()):
+        raise AnalysisError([f"{path}: grid {name}: a range's from, to, step and times are numbers"])
+    start, stop = Fraction(str(nums["from"])), Fraction(str(nums["to"]))
+    step, times = nums.get("step"), nums.get("times")
+    if (step is not None and step <= 0) or (times is not None and times <= 1) or start > stop or \
+            (times is not None and start <= 0):
+        raise AnalysisError([f"{path}: grid {name}: the range from {nums['from']} to {nums['to']} must rise "
+                             f"(step above 0, times above 1 from a start above 0)"])
+    out, v = [], start
+    while v <= stop:
+        out.append(int(v) if v.denominator == 1 else float(v))
+        if len(out) > MAX_RANGE_VALUES:
+            raise AnalysisError([f"{path}: grid {name}: the range gives more than {MAX_RANGE_VALUES} values"])
+        v = v + Fraction(str(step)) if step is not None else v * Fraction(str(times))
+    return out
+
+
+def _read_sweep_file(path: Path) -> dict[str, Any]:
+    """A sweep file: ``spec`` (a base spec file, relative to this one) or ``base`` (its fields),
+    ``grid`` (field: list of values), ``cases`` (a list of field mappings), ``sizes``,
+    ``fail_random``, ``trials``."""
+    data = read_spec_file(path)  # YAML, bounded and with its errors as one line each
+    known = ("spec", "base", "grid", "cases", "sizes", "fail_random", "trials")
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        raise AnalysisError([f"{path}: unknown key {quote(k)}; a sweep file has {', '.join(known)}" for k in unknown])
+    grid = data.get("grid") or {}
+    if not isinstance(grid, dict):
+        raise AnalysisError([f"{path}: grid must map fields to lists of values"])
+    grid = {str(k): _grid_values(path, str(k), v) for k, v in grid.items()}
+    cases = data.get("cases") or []
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+        raise AnalysisError([f"{path}: cases must be a list of mappings of fields to values"])
+    return {**data, "grid": grid, "cases": cases}
+
+
+@main.command(name="sweep")
+@click.option("-f", "--file", "spec_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="YAML spec file of the base design; flags and the sweep file vary it.")
+@click.option("--sweep", "sweep_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="YAML sweep file: a grid of fields and values, explicit cases, sizes, Monte Carlo.")
+@sweep_options
+@click.option("--sizes", "sizes", type=SizeList(), default=None,
+              help="Message sizes of the busbw columns, comma-separated [8G].")
+@click.option("--fail-random", "fail_random", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
+              metavar="FRACTION", help="Failure Monte Carlo: fail this fraction of switch-to-switch links at random, "
+                                       "--trials times a design.")
+@click.option("--trials", type=click.IntRange(0, 10_000), default=None,
+              help="Monte Carlo draws a design (with --fail-random) [16].")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Folder of sweep.csv, sweep.json, the Pareto plots and README.md [none: print the table].")
+@click.option("--force", is_flag=True, help="Replace an existing sweep folder.")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder of the designs' cached rows, to resume a sweep [OUTPUT.cache with -o, else none].")
+@click.option("--no-cache", is_flag=True, help="Compute every design, cache nothing.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None,
+              help="Local processes [the CPUs this process may use].")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
+              help="Run the designs on the Dask cluster of this scheduler instead of local processes.")
+@format_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, fail_random: float | None,
+                  trials: int | None, output: Path | None, force: bool, cache_dir: Path | None, no_cache: bool,
+                  jobs: int | None, scheduler: str | None, fmt: str, quiet: bool, **fields: Any) -> None:
+    """Build, cost and analyse many candidate fabrics: one row per design.
+
+    Each flag of a spec field or analysis option may be given several times: the sweep is every
+    combination of the values given (a grid), plus the explicit cases of a --sweep file. Each row
+    has the design's fields, its switches, links, cables, transceivers, power (and cost with
+    --prices), bisection, diameter and busbw at --sizes; with --fail-random and --trials, the
+    median, 5th percentile and worst busbw and bisection over random failures. Designs run on local
+    processes, or with --scheduler on a Dask cluster, with the same results; finished designs are
+    cached, so a sweep run again resumes where it stopped. -o writes sweep.csv, sweep.json, the
+    Pareto plots of cost (or power) against busbw and bisection, and README.md.
+
+    \b
+    Examples:
+      topo sweep --gpus 1024 --gpus 4096 --oversubscription 1 --oversubscription 3 \\
+                 --placement rail --placement rack -o sweep-12
+      topo sweep --sweep examples/sweeps/sweep-12.yaml --prices examples/prices/illustrative.yaml -o sweep
+      topo sweep --gpus 16k --oversubscription 1 --oversubscription 2 --fail-random 0.01 --trials 32
+      topo sweep --sweep examples/sweeps/sweep-12.yaml -o sweep --scheduler tcp://10.0.0.5:8786
+    """
+    from .outputs.sweep import Cache, Sweep, Task, busbw_column, run, task_key, MAX_DESIGNS
+    from .outputs.sweep import expand as expand_grid
+    from .outputs.sweep_files import front_table, sweep_files
+
+    progress = Progress(quiet)
+    with user_errors():
+        definition: dict[str, Any] = {}
+        base: dict[str, Any] = {}
+        base_dir: Path | None = None
+        grid: dict[str, list[Any]] = {}
+        cases: list[dict[str, Any]] = []
+        if sweep_file is not None:
+            data = _read_sweep_file(sweep_file)
+            if data.get("spec"):
+                if spec_file is not None:
+                    raise AnalysisError([f"-f {spec_file} and {sweep_file}'s spec: give the base design once"])
+                spec_file = (sweep_file.parent / str(data["spec"]))
+            base = dict(data.get("base") or {})
+            base_dir = sweep_file.parent
+            grid, cases = data["grid"], data["cases"]
+            if sizes is None and data.get("sizes") is not None:
+                given = data["sizes"] if isinstance(data["sizes"], list) else [data["sizes"]]
+                sizes = SizeList().convert(",".join(str(s) for s in given), None, None)
+            if fail_random is None and data.get("fail_random") is not None:
+                fail_random = click.FloatRange(0.0, 1.0, max_open=True).convert(data["fail_random"], None, None)
+            if trials is None and data.get("trials") is not None:
+                trials = click.IntRange(0, 10_000).convert(data["trials"], None, None)
+        if spec_file is not None:
+            base = {**read_spec_file(spec_file), **base}
+            base_dir = spec_file.parent
+        fixed = {k: fields.pop(k) for k in SWEEP_FIXED_SPEC if fields.get(k) is not None}
+        for name, values in fields.items():  # flags: an axis each, replacing the sweep file's
+            if values:
+                grid[name] = list(values)
+        spec_names = {f for f, _, _ in SPEC_FLAGS} | {"rail_only"}
+        option_names = {f for f, _, _ in ANALYSIS_FLAGS if f not in SWEEP_FIXED_OPTIONS}
+        fixed_names = set(SWEEP_FIXED_SPEC) | set(SWEEP_FIXED_OPTIONS)
+        for name in [*grid, *(k for c in cases for k in c)]:
+            if name in fixed_names:
+                raise AnalysisError([f"sweep: {name} is not an axis of a sweep: give it once (--{name.replace('_', '-')})"])
+            if name not in spec_names and name not in option_names:
+                raise AnalysisError([f"sweep: unknown field {quote(name)}; a sweep varies spec fields "
+                                     f"(topo build --help) and analysis options (topo analyze --help)"])
+        sizes = tuple(sizes) if sizes else SWEEP_SIZES
+        trials = (16 if fail_random else 0) if trials is None else trials
+        if trials and not fail_random:
+            raise AnalysisError([f"--trials {trials} draws failures: give --fail-random FRACTION as well"])
+        fail_random = fail_random or 0.0
+        if fail_random and not trials:
+            raise AnalysisError(["--fail-random with --trials 0 draws nothing: give --trials 1 or more"])
+        designs = expand_grid(grid, cases)
+        if len(designs) > MAX_DESIGNS:
+            raise AnalysisError([f"sweep: {len(designs):,} designs; at most {MAX_DESIGNS:,} in one sweep"])
+        tasks = []
+        option_defaults = {f: k.get("default") for f, _, k in ANALYSIS_FLAGS if f not in SWEEP_FIXED_OPTIONS}
+        for index, params in enumerate(designs, 1):
+            spec_fields = {**fixed, **{k: v for k, v in params.items() if k in spec_names}}
+            option_fields = {k: _option_value(k, v) for k, v in params.items() if k in option_names}
+            options = AnalysisOptions(**{**option_defaults, **option_fields}, sizes=sizes, fail=(), fail_random=0.0)
+            options.check()
+            shown = tuple((k, str(v) if not isinstance(v, (bool, int, float)) else v) for k, v in params.items())
+            try:
+                spec = load_spec(base, _spec_overrides(spec_fields), base_dir=base_dir)
+            except TopoError as exc:
+                from .outputs.sweep import _one_line
+                tasks.append(Task(index, shown, None, options, sizes, key=_params_key(shown), error=_one_line(exc)))
+                continue
+            tasks.append(Task(index, shown, spec, options, sizes, fail_random, trials,
+                              key=task_key(spec, options, sizes, fail_random, trials)))
+        columns = tuple(dict.fromkeys(k for t in tasks for k, _ in t.params))
+        definition = {"base": base, "spec_file": str(spec_file) if spec_file else None, "grid": grid,
+                      "cases": cases, "fixed": {k: str(v) for k, v in fixed.items()},
+                      "sizes": list(sizes), "fail_random": fail_random, "trials": trials}
+        sweep = Sweep(tuple(tasks), columns, sizes, fail_random, trials, definition=_jsonable(definition))
+        folder = OutputFolder(output, force, [spec_file, sweep_file]) if output is not None else None
+        if no_cache:
+            cache = Cache(None)
+        else:
+            cache = Cache(cache_dir if cache_dir is not None else (output.with_name(output.name + ".cache")
+                                                                   if output is not None else None))
+        counters: dict[int, Callable[[int], None]] = {}
+
+        def update(done: int, total: int) -> None:  # total: the distinct designs (a repeat is one)
+            counters.setdefault(total, progress.counter("designs", total))(done)
+
+        with progress.stage(f"sweep of {len(tasks):,} designs" + (f" on {scheduler}" if scheduler else "")):
+            rows, stats = run(sweep, cache, jobs=jobs, scheduler=scheduler, progress=update)
+        progress.say(f"{stats.designs:,} designs: {stats.cached:,} from the cache, {stats.computed:,} computed"
+                     + (f" on {stats.where}" if stats.computed else "")
+                     + (f"; {stats.failed:,} could not be built (the error column says why)" if stats.failed else ""))
+        specs = [t.spec.to_dict() if t.spec is not None else None for t in tasks]
+        if folder is not None:
+            with folder:
+                count = folder.write(with_manifest(sweep_files(sweep, rows, specs, stats.where).items()))
+            progress.say(f"wrote {count:,} files to {output}/")
+    from .outputs.sweep_files import fronts
+
+    data = {"designs": len(rows), "cached": stats.cached, "computed": stats.computed, "failed": stats.failed,
+            "columns": list(sweep.all_columns), "rows": rows, "pareto": fronts(sweep, rows)}
+
+    def table() -> str:
+        headers, front = front_table(sweep, rows)
+        head = f"Pareto front of busbw at the largest size ({busbw_column(max(sizes)).split('@')[1]}) against " \
+               f"{data['pareto']['x']}: {len(front)} of {len(rows)} designs"
+        return head + "\n" + format_table(headers, front) + (f"\n\nsweep: {output}/sweep.csv" if output else "")
+
+    if stats.failed == stats.designs:
+        first = next(r["error"] for r in rows if r.get("error"))
+        raise TopoClickError(AnalysisError([f"no design of the sweep could be built; design 1: {first}"]))
+    emit(data, fmt, table)
+
+
+def _spec_overrides(fields: dict[str, Any]) -> dict[str, Any]:
+    """A design's spec fields as flag overrides (``rail_only`` is its two fields)."""
+    fields = dict(fields)
+    if fields.pop("rail_only", None):
+        fields.update(tiers="1", placement="rail")
+    return fields
+
+
+def _params_key(params: tuple[tuple[str, Any], ...]) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps([list(p) for p in params], default=str).encode()).hexdigest()
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
 
 
 if __name__ == "__main__":  # pragma: no cover

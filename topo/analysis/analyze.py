@@ -720,6 +720,15 @@ def analyze(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
     return result
 
 
+def analyze_faulted(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: NodeModel | None = None
+                    ) -> Analysis:
+    """Every analysis of ``fabric`` with ``faults`` applied, without the intact baseline that
+    :func:`analyze` adds (a Monte Carlo of many failure draws analyses the intact fabric once)."""
+    options = options.for_fabric(fabric)
+    options.check()
+    return _analyze(fabric, options, faults, node or node_model_of(fabric))
+
+
 def _analyze(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: NodeModel) -> Analysis:
     ud = updown(fabric, faults)
     return Analysis(

@@ -142,3 +142,39 @@ def utilisation_svg(histograms: Sequence[tuple[str, Sequence[int]]], salt: str =
 
 
 __all__ = ["busbw_svg", "prefix_ids", "utilisation_svg"]
+
+
+def pareto_svg(rows: Sequence[dict[str, Any]], x: str, y: str, front: Sequence[int], x_label: str, y_label: str,
+               salt: str = "pareto", highlight: Sequence[int] = ()) -> str:
+    """Every built design of a sweep as a point (``x``: cost or power, ``y``: busbw or bisection),
+    the Pareto front (the designs in ``front``, by number) joined by a step line and labelled with
+    their numbers; ``highlight`` rings designs (the one a design review is of)."""
+    fig, ax = _figure(salt)
+    built = [r for r in rows if not r.get("error") and r.get(x) is not None and r.get(y) is not None]
+    on_front = set(front)
+    others = [r for r in built if r["design"] not in on_front]
+    ax.scatter([float(r[x]) for r in others], [float(r[y]) for r in others], s=14, color="#9a9a9a",
+               label="dominated", zorder=2)
+    for r in others:
+        ax.annotate(str(r["design"]), (float(r[x]), float(r[y])), xytext=(3, 3), textcoords="offset points",
+                    fontsize=FONT_PT - 3, color="#7a7a7a")
+    by_design = {r["design"]: r for r in built}
+    points = [(float(by_design[d][x]), float(by_design[d][y]), d) for d in front if d in by_design]
+    if points:
+        xs, ys, ds = zip(*points)
+        ax.step(xs, ys, where="post", color=DESIGN_COLOURS[0], linewidth=1.2, zorder=3)
+        ax.scatter(xs, ys, s=22, color=DESIGN_COLOURS[0], label="Pareto front", zorder=4)
+        for px, py, d in points:
+            ax.annotate(str(d), (px, py), xytext=(3, 3), textcoords="offset points", fontsize=FONT_PT - 2,
+                        color=DESIGN_COLOURS[0])
+    marked = [by_design[d] for d in highlight if d in by_design]
+    if marked:
+        ax.scatter([float(r[x]) for r in marked], [float(r[y]) for r in marked], s=90,
+                   facecolors="none", edgecolors=DESIGN_COLOURS[1], linewidths=1.4, label="this design", zorder=5)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, color="#e0e0e0", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.legend(loc="lower right", frameon=False, fontsize=FONT_PT - 1)
+    return _svg(fig, salt)

@@ -1,0 +1,464 @@
+"""Design-space sweeps: many candidate fabrics built, costed and analysed, one row each.
+
+A sweep is a list of designs: every combination of a *grid* (spec fields and analysis options,
+each with a list of values) and any *explicit cases* (one design each), over a base spec. Each
+design is one :class:`Task`: its resolved :class:`~topo.spec.FabricSpec`, its
+:class:`~topo.analysis.analyze.AnalysisOptions`, the message sizes of its busbw columns, and an
+optional failure Monte Carlo (``trials`` draws of ``fail_random`` of the switch-to-switch links).
+:func:`evaluate` turns a task into a row; it is a pure function of the task (the Monte Carlo
+seeds come from the design's key and the trial number, never from the process that runs it), so
+the rows are the same on local processes and on a Dask cluster, in any order.
+
+Rows are cached by the task's key (a digest of the topo version, the spec, the options and the
+sweep settings), one JSON file per design, written atomically as each design finishes: a sweep
+run again after an interruption computes only what is missing.
+
+The command is ``topo sweep`` (:mod:`topo.cli`); docs/sweep.md describes the columns, the cache,
+the Pareto view and how to point a sweep at a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from .. import __version__
+from ..errors import TopoError
+
+#: Bumped when the meaning of a cached row changes (with the topo version, part of every key).
+CACHE_FORMAT = 1
+#: Most designs one sweep takes, and most Monte Carlo trials a design.
+MAX_DESIGNS = 100_000
+MAX_TRIALS = 10_000
+#: Row columns after the design's own fields, in order. ``busbw_GBps@SIZE`` columns follow
+#: ``diameter_links``, one per message size; the Monte Carlo columns come last.
+DESCRIPTIVE_COLUMNS = ("gpus", "placement", "nic_gbps", "oversubscription", "leaf_model", "spine_model", "core_model")
+RESULT_COLUMNS = ("tiers", "leaves", "spines", "cores", "switches", "links", "cables", "transceivers",
+                  "power_w", "power_w_per_gpu", "cost", "cost_per_gpu", "currency", "bisection_gbps",
+                  "bisection_gbps_per_gpu", "maxflow_gbps", "diameter_links")
+TRIAL_COLUMNS = ("trials", "busbw_median_GBps", "busbw_p5_GBps", "busbw_worst_GBps",
+                 "bisection_median_gbps", "bisection_p5_gbps", "bisection_worst_gbps")
+
+
+class SweepError(TopoError):
+    """A sweep that cannot run: a bad sweep file or value, an unreachable scheduler."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One design of a sweep, everything :func:`evaluate` needs (picklable, self-contained)."""
+
+    index: int  #: position in the sweep, from 1
+    params: tuple[tuple[str, Any], ...]  #: the design's own fields and options, as given
+    spec: Any  #: the resolved FabricSpec
+    options: Any  #: the AnalysisOptions of the intact analysis
+    sizes: tuple[int, ...]
+    fail_random: float = 0.0
+    trials: int = 0
+    key: str = ""
+    error: str | None = None  #: why the design's spec was refused (no spec then): its row says so
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep's designs and settings, ready to run."""
+
+    tasks: tuple[Task, ...]
+    columns: tuple[str, ...]  #: the parameter columns (fields and options that a design sets)
+    sizes: tuple[int, ...]
+    fail_random: float
+    trials: int
+    definition: dict[str, Any] = field(default_factory=dict)  #: what was asked, for the JSON file
+
+    @property
+    def size_columns(self) -> tuple[str, ...]:
+        return tuple(busbw_column(s) for s in self.sizes)
+
+    @property
+    def all_columns(self) -> tuple[str, ...]:
+        described = tuple(c for c in DESCRIPTIVE_COLUMNS if c not in self.columns)
+        out = ("design", "key", *self.columns, *described, *RESULT_COLUMNS, *self.size_columns)
+        return out + (TRIAL_COLUMNS if self.trials else ()) + ("error",)
+
+
+def busbw_column(size: int) -> str:
+    """``busbw_GBps@8G``: the busbw column of a message size (binary units, as the CLI writes them).
+
+    >>> busbw_column(8 << 30), busbw_column(1 << 20), busbw_column(3000)
+    ('busbw_GBps@8G', 'busbw_GBps@1M', 'busbw_GBps@3000')
+    """
+    for unit, shift in (("T", 40), ("G", 30), ("M", 20), ("K", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"busbw_GBps@{size >> shift}{unit}"
+    return f"busbw_GBps@{size}"
+
+
+def expand(grid: dict[str, Sequence[Any]], cases: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The designs of a grid (every combination, the last field varying fastest) then the explicit
+    cases (each one design; with a grid, each case is a design of its own, not crossed with it).
+
+    >>> expand({"gpus": [1024, 4096], "placement": ["rail", "rack"]})
+    [{'gpus': 1024, 'placement': 'rail'}, {'gpus': 1024, 'placement': 'rack'}, {'gpus': 4096, 'placement': 'rail'}, {'gpus': 4096, 'placement': 'rack'}]
+    >>> expand({}, [{"gpus": 2048}])
+    [{'gpus': 2048}]
+    """
+    names = list(grid)
+    designs = [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))] if names else []
+    if not names and not cases:
+        designs = [{}]
+    return designs + [dict(c) for c in cases]
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-able, order-stable form of spec and option values (tuples as lists, Fractions as text)."""
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "__dataclass_fields__"):
+        return _canonical(asdict(value))
+    return str(value)
+
+
+def task_key(spec: Any, options: Any, sizes: Sequence[int], fail_random: float, trials: int) -> str:
+    """The cache key of a design: a digest of everything its row depends on, the topo version
+    included (a new release recomputes)."""
+    prices = spec.price_table
+    payload = {
+        "format": CACHE_FORMAT,
+        "topo": __version__,
+        "spec": spec.to_dict(),
+        "prices": _canonical(prices) if prices is not None else None,
+        "hostnames": _canonical(spec.hostname_table) if spec.hostname_table is not None else None,
+        "options": options.to_dict(),
+        "sizes": list(sizes),
+        "fail_random": fail_random,
+        "trials": trials,
+    }
+    text = json.dumps(_canonical(payload), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def trial_seed(key: str, trial: int) -> int:
+    """The failure draw of trial ``trial`` of the design with cache key ``key`` (32 bits): the same on
+    any machine and worker.
+
+    >>> trial_seed("ab" * 32, 0) == trial_seed("ab" * 32, 0), trial_seed("ab" * 32, 0) != trial_seed("ab" * 32, 1)
+    (True, True)
+    """
+    return int(hashlib.sha256(f"{key}:{trial}".encode()).hexdigest()[:8], 16)
+
+
+def evaluate(task: Task) -> dict[str, Any]:
+    """The row of one design: build it, cable and cost it, analyse it, and run its Monte Carlo.
+
+    A design that cannot be built (a spec the sizing refuses, optics that do not meet) is a row
+    whose ``error`` says why; the sweep goes on. The row holds no time or host, so that the same
+    task gives the same row wherever it runs.
+    """
+    import numpy as np
+
+    from ..analysis.analyze import analyze, analyze_faulted, node_model_of
+    from ..analysis.faults import apply_faults
+    from ..fabric import build_fabric
+    from .cabling import plan_cabling
+    from .summary import summarize
+
+    row: dict[str, Any] = {"design": task.index, "key": task.key[:12], **dict(task.params)}
+    if task.spec is None:
+        return {**row, "error": task.error}
+    row.update(describe(task.spec))
+    try:
+        fabric = build_fabric(task.spec)
+        cabling = plan_cabling(fabric)
+    except TopoError as exc:
+        return {**row, "error": _one_line(exc)}
+    summary = summarize(fabric, cabling).to_dict()
+    options = replace(task.options, sizes=tuple(task.sizes))
+    result = analyze(fabric, options)
+    data = result.to_dict()
+    power = cabling.power_w.get("total")
+    cost = cabling.cost
+    row.update({
+        "tiers": summary["tiers"], "leaves": summary["switches"]["leaf"], "spines": summary["switches"]["spine"],
+        "cores": summary["switches"]["core"], "switches": summary["switches"]["total"],
+        "links": summary["links"]["total"], "cables": summary["cables"],
+        "transceivers": sum(cabling.totals("transceiver").values()),
+        "power_w": None if power is None else round(float(power), 3),
+        "power_w_per_gpu": None if power is None else round(float(power) / task.spec.gpus, 3),
+        "cost": None if cost is None else cost["total"],
+        "cost_per_gpu": None if cost is None else round(cost["total"] / task.spec.gpus, 2),
+        "currency": None if cost is None else cost["currency"],
+        "bisection_gbps": int(data["bisection"]["gbps"]),
+        "bisection_gbps_per_gpu": round(data["bisection"]["gbps"] / task.spec.gpus, 3),
+        "maxflow_gbps": int(data["bisection"]["maxflow_gbps"]),
+        "diameter_links": data["hops"]["diameter_links"],
+    })
+    by_size = {r["size_bytes"]: r["busbw_GBps"] for r in data["allreduce"]}
+    for size in task.sizes:
+        row[busbw_column(size)] = by_size[size]
+    if task.trials:
+        node = node_model_of(fabric)
+        largest = (max(task.sizes),)
+        trial_options = replace(options.for_fabric(fabric), sizes=largest)
+        busbw, bisect = [], []
+        for t in range(task.trials):
+            faults = apply_faults(fabric, (), task.fail_random, trial_seed(task.key, t))
+            trial = analyze_faulted(fabric, trial_options, faults, node)
+            busbw.append(trial.allreduce.to_rows()[0]["busbw_GBps"])
+            bisect.append(trial.bisection.maxflow_gbps)
+        b, m = np.asarray(busbw, dtype=float), np.asarray(bisect, dtype=float)
+        row.update({
+            "trials": task.trials,
+            "busbw_median_GBps": _sig(float(np.median(b))), "busbw_p5_GBps": _sig(float(np.percentile(b, 5))),
+            "busbw_worst_GBps": _sig(float(b.min())),
+            "bisection_median_gbps": int(np.median(m)), "bisection_p5_gbps": int(np.percentile(m, 5)),
+            "bisection_worst_gbps": int(m.min()),
+        })
+    return row
+
+
+def describe(spec: Any) -> dict[str, Any]:
+    """The descriptive columns of a design's spec: GPUs, placement, NIC speed, oversubscription and
+    each tier's switch model (``64x400G`` for a generic one)."""
+    from ..spec import format_ratio, tier_switch
+
+    models = {}
+    for tier, role in ((1, "leaf"), (2, "spine"), (3, "core")):
+        t = tier_switch(spec, tier)
+        models[f"{role}_model"] = t.model or f"{t.radix}x{t.port_gbps}G"
+    return {"gpus": spec.gpus, "placement": spec.placement, "nic_gbps": spec.nic_gbps,
+            "oversubscription": format_ratio(spec.oversubscription), **models}
+
+
+def _sig(value: float) -> float:
+    return float(f"{value:.6g}")
+
+
+def _one_line(exc: TopoError) -> str:
+    problems = getattr(exc, "problems", None)
+    text = "; ".join(problems) if problems else str(exc)
+    return " ".join(text.split())
+
+
+# --- the cache ----------------------------------------------------------------------------------
+
+
+class Cache:
+    """One JSON file per design, named by its key, under ``folder``; None keeps nothing."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+
+    def path(self, key: str) -> Path:
+        assert self.folder is not None
+        return self.folder / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if self.folder is None:
+            return None
+        try:
+            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # absent, or cut short by a crash: computed again
+        if data.get("key") != key or data.get("format") != CACHE_FORMAT:
+            return None
+        return data["row"]
+
+    def put(self, key: str, row: dict[str, Any]) -> None:
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"format": CACHE_FORMAT, "key": key, "topo_version": __version__, "row": row},
+                          sort_keys=True, indent=1) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, self.path(key))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+# --- running --------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunStats:
+    """What a run did: designs in all, taken from the cache, computed, and failed (an error row)."""
+
+    designs: int = 0
+    cached: int = 0
+    computed: int = 0
+    failed: int = 0
+    where: str = ""
+
+
+def run(sweep: Sweep, cache: Cache, jobs: int | None = None, scheduler: str | None = None,
+        progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], RunStats]:
+    """Every design's row, in sweep order: from the cache, else computed on ``jobs`` local processes
+    (default: the CPUs this process may use) or on the Dask cluster at ``scheduler``. Each computed
+    row is cached as soon as it is back. ``progress(done, total)`` is called as designs finish."""
+    stats = RunStats(designs=len(sweep.tasks))
+    rows: dict[str, dict[str, Any]] = {}
+    todo: dict[str, Task] = {}  # one computation per distinct key (a design listed twice is one)
+    for task in sweep.tasks:
+        if task.key in rows or task.key in todo:
+            continue
+        if task.spec is None:  # refused by the spec's checks: nothing to compute or cache
+            rows[task.key] = evaluate(task)
+            continue
+        hit = cache.get(task.key)
+        if hit is not None:
+            rows[task.key] = hit
+        else:
+            todo[task.key] = task
+    stats.cached = sum(1 for t in {t.key: t for t in sweep.tasks}.values() if t.key in rows and t.spec is not None)
+    done = len(rows)
+    distinct = len(rows) + len(todo)
+    if progress is not None:
+        progress(done, distinct)
+
+    def finished(key: str, row: dict[str, Any]) -> None:
+        nonlocal done
+        cache.put(key, row)
+        rows[key] = row
+        done += 1
+        if progress is not None:
+            progress(done, distinct)
+
+    if todo:
+        tasks = list(todo.values())
+        if scheduler:
+            stats.where = f"Dask cluster at {scheduler}"
+            _run_dask(scheduler, tasks, finished)
+        else:
+            workers = max(1, min(jobs or _cpus(), len(tasks)))
+            stats.where = f"{workers} local process" + ("es" if workers > 1 else "")
+            _run_local(tasks, workers, finished)
+    else:
+        stats.where = "the cache"
+    stats.computed = len(todo)
+    out = []
+    for task in sweep.tasks:
+        # a cached row carries the index and parameters of the run that made it: this sweep's own
+        row = {**rows[task.key], "design": task.index, **dict(task.params)}
+        out.append({c: row.get(c) for c in sweep.all_columns})
+    stats.failed = sum(1 for r in out if r.get("error"))
+    return out, stats
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _run_local(tasks: list[Task], workers: int, finished: Callable[[str, dict[str, Any]], None]) -> None:
+    if workers == 1:
+        for task in tasks:
+            finished(task.key, evaluate(task))
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(evaluate, task): task for task in tasks}
+        try:
+            for future in as_completed(futures):
+                finished(futures[future].key, future.result())
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def _run_dask(address: str, tasks: list[Task], finished: Callable[[str, dict[str, Any]], None]) -> None:
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise SweepError(f"--scheduler {address}: Dask's distributed package is not installed here; "
+                         f"install it with pip install 'topo[cluster]' (and topo on every worker)") from None
+    try:
+        client = Client(address, timeout="20s")
+    except (OSError, TimeoutError) as exc:
+        raise SweepError(f"--scheduler {address}: no Dask scheduler answered ({' '.join(str(exc).split())})") from None
+    try:
+        versions = client.run(_topo_version)
+        if not versions:
+            raise SweepError(f"--scheduler {address}: the cluster has no workers")
+        wrong = sorted({v for v in versions.values() if v != __version__})
+        if wrong:
+            raise SweepError(f"--scheduler {address}: workers run topo {', '.join(wrong)}, this is {__version__}; "
+                             f"install the same topo on every worker, so that the rows are this version's")
+        futures = client.map(evaluate, tasks, key=[f"topo-sweep-{t.key}" for t in tasks])
+        by_key = {f.key: t.key for f, t in zip(futures, tasks)}
+        for future in dask_completed(futures):
+            finished(by_key[future.key], future.result())
+    finally:
+        client.close()
+
+
+def _topo_version() -> str:
+    from topo import __version__ as version
+
+    return version
+
+
+# --- Pareto ---------------------------------------------------------------------------------------
+
+
+def pareto(rows: Sequence[dict[str, Any]], x: str, y: str) -> list[int]:
+    """Indices of the rows no other row beats: none has an ``x`` at most theirs (cost, power: less
+    is better) and a ``y`` at least theirs (busbw, bisection: more is better), one of them strictly.
+    Rows without both figures are left out; the front is in increasing ``x``.
+
+    >>> pareto([{"c": 1, "b": 1}, {"c": 2, "b": 3}, {"c": 3, "b": 2}, {"c": 2, "b": 3}], "c", "b")
+    [0, 1, 3]
+    """
+    points = [(float(r[x]), -float(r[y]), i) for i, r in enumerate(rows)
+              if r.get(x) is not None and r.get(y) is not None and not r.get("error")]
+    points.sort()
+    front, best = [], -math.inf
+    for px, ny, i in points:
+        py = -ny
+        if py > best:
+            front.append(i)
+            best = py
+        elif py == best and front and float(rows[front[-1]][x]) == px:
+            front.append(i)  # the same point twice: both are on the front
+    return front
+
+
+def objective(rows: Sequence[dict[str, Any]]) -> str:
+    """The cost axis of a Pareto view, per GPU so that designs of different sizes compare:
+    ``cost_per_gpu`` when every built design has a cost (a price list), else ``power_w_per_gpu``."""
+    built = [r for r in rows if not r.get("error")]
+    return "cost_per_gpu" if built and all(r.get("cost") is not None for r in built) else "power_w_per_gpu"
+
+
+def ranked(rows: Sequence[dict[str, Any]], x: str, y: str) -> list[dict[str, Any]]:
+    """The Pareto front of ``y`` against ``x``, cheapest first."""
+    return [{"rank": rank, "design": rows[i]["design"], x: rows[i][x], y: rows[i][y]}
+            for rank, i in enumerate(pareto(rows, x, y), 1)]
+
+
+def iter_params(tasks: Iterable[Task]) -> list[str]:
+    """The parameter names the tasks set, in first-seen order."""
+    seen: dict[str, None] = {}
+    for t in tasks:
+        for k, _ in t.params:
+            seen.setdefault(k, None)
+    return list(seen)
