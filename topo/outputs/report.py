@@ -725,11 +725,46 @@ def report_context(reviews: Sequence[Review], paths: Sequence[dict[str, str]],
             "designs": [r.label for r in reviews], "sections": sections}
 
 
-def report_files(reviews: Sequence[Review], user_dirs: Iterable[str | Path] = (), in_build: bool = True
-                 ) -> dict[str, str]:
+def sweep_section(sweep: dict[str, Any], reviews: Sequence[Review]) -> dict[str, Any]:
+    """The section of a design review on a sweep (``sweep.json`` of ``topo sweep``, read): its two
+    Pareto plots, the reviewed designs ringed where the sweep has them (the same spec), and the
+    ranked fronts."""
+    from .sweep import pareto
+    from .plots import pareto_svg
+
+    rows = sweep["rows"]
+    front = sweep["pareto"]
+    x = front["x"]
+    params = sweep.get("params", [])
+    mine = [r["design"] for r in rows if r.get("spec") is not None
+            and any(r["spec"] == rv.fabric.spec.to_dict() for rv in reviews)]
+    currency = next((r.get("currency") for r in rows if r.get("currency")), None)
+    x_label = f"network cost per GPU ({currency})" if x == "cost_per_gpu" else "network power per GPU (W)"
+    blocks = [_text(f"{len(rows):,} designs of `topo sweep` (swept: {', '.join(params) or 'nothing'}); "
+                    + (f"the design reviewed here is design {', '.join(map(str, mine))}, ringed."
+                       if mine else "the design reviewed here is not among them."))]
+    for view, y_label in (("busbw", f"busbw at {front['busbw']['y'].split('@', 1)[1]} (GB/s)"),
+                          ("bisection", "bisection per GPU (Gb/s)")):
+        y = front[view]["y"]
+        on_front = [rows[i]["design"] for i in pareto(rows, x, y)]
+        svg = pareto_svg(rows, x, y, on_front, x_label, y_label, salt=f"sweep-{view}", highlight=mine)
+        blocks.append(_figure(f"sweep-{view}", svg, f"report/pareto-{view}.svg",
+                              f"{y_label} against {x_label}: the Pareto front in blue"))
+        by_design = {r["design"]: r for r in rows}
+        table = [[str(d["rank"]), str(d["design"]) + (" (this design)" if d["design"] in mine else ""),
+                  *(str(by_design[d["design"]].get(p)) for p in params), _n(by_design[d["design"]].get("switches")),
+                  _n(d[x], 1), _n(d[y], 1)] for d in front[view]["front"]]
+        blocks.append(_table(["rank", "design", *params, "switches", x, y], table,
+                             caption=f"the Pareto front of {view}, cheapest first"))
+    return {"id": "sweep", "title": "Sweep", "blocks": blocks}
+
+
+def report_files(reviews: Sequence[Review], user_dirs: Iterable[str | Path] = (), in_build: bool = True,
+                 sweep: dict[str, Any] | None = None) -> dict[str, str]:
     """The report's files by relative path: ``report.html`` (self-contained), ``report.md`` and
     the SVG files the Markdown shows (``report/``). In a build folder the fabric diagram is the
-    folder's ``graph/fabric.svg``; elsewhere it is written beside the plots."""
+    folder's ``graph/fabric.svg``; elsewhere it is written beside the plots. With ``sweep`` (a
+    ``sweep.json`` read) a last section shows the sweep's Pareto fronts."""
     reviews = list(reviews)
     if not reviews:
         raise ValueError("a report needs at least one design")
@@ -741,6 +776,8 @@ def report_files(reviews: Sequence[Review], user_dirs: Iterable[str | Path] = ()
             f"report/fabric-{slug}.svg" if compare else "report/fabric.svg")
         paths.append({"fabric": fabric, "busbw": "report/busbw.svg", "links": "report/links.svg"})
     context = report_context(reviews, paths, {"busbw": "report/busbw.svg", "links": "report/links.svg"})
+    if sweep is not None:
+        context["sections"].append(sweep_section(sweep, reviews))
     env = template_environment(user_dirs)
     env.filters["md"] = markdown_cell
     env.filters["html"] = html_text
