@@ -85,7 +85,7 @@ def test_a_resumed_sweep_recomputes_only_what_is_missing(local, tmp_path):
     files = sorted(cache.glob("*.json"))
     files[0].unlink()
     files[1].unlink()
-    files[2].write_text('{"format": 1, "key": ')
+    files[2].write_text('{"format": 2, "key": ')
     code, _, err = sweep(*GRID, "-o", str(out), "--force", "--cache", str(cache))
     assert code == 0 and "12 designs: 9 from the cache, 3 computed" in err
     assert files_of(out) == files_of(local)
@@ -184,3 +184,74 @@ def test_the_design_review_shows_the_sweep_with_the_design_ringed(local, tmp_pat
     bad = CliRunner().invoke(main, ["report", str(spec), "--sweep", str(spec), "-o", str(tmp_path / "x")],
                              prog_name="topo")
     assert bad.exit_code == 1 and "not a sweep written by topo sweep" in bad.output and not (tmp_path / "x").exists()
+
+
+def test_asked_and_built_fields_are_two_columns():
+    code, out, err = sweep("--gpus", "1024", "--tiers", "auto", "--tiers", "3", "--no-cache", "-j", "1",
+                           "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["asked_tiers"], r["tiers"]) for r in rows] == [("auto", 2), (3, 3)]
+    assert rows[0]["core_model"] is None and rows[1]["core_model"] == "64x400G"
+
+
+def test_a_cached_row_takes_this_sweeps_fields(tmp_path):
+    cache = tmp_path / "cache"
+    assert sweep("--gpus", "64", "--order", "topology", "--cache", str(cache), "-j", "1", "-q")[0] == 0
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text("grid:\n  gpus: [64]\ncases:\n  - {gpus: 128, order: random}\n")
+    cold = json.loads(sweep("--sweep", str(spec), "--no-cache", "-j", "1", "--format", "json")[1])["rows"]
+    warm = json.loads(sweep("--sweep", str(spec), "--cache", str(cache), "-j", "1", "--format", "json")[1])["rows"]
+    assert cold == warm and cold[0]["order"] is None and cold[1]["order"] == "random"
+
+
+def test_an_analysis_a_design_refuses_is_its_row_and_the_draws_ignore_its_name():
+    rows = json.loads(sweep("--gpus", "64", "--gpus", "128", "--job-gpus", "128", "--no-cache", "-j", "1",
+                            "--format", "json")[1])["rows"]
+    assert "128" in rows[0]["error"] and rows[1]["error"] is None
+    mc = ["--gpus", "256", "--fail-random", "0.05", "--trials", "3", "--no-cache", "-j", "1", "--format", "json"]
+    a = json.loads(sweep(*mc)[1])["rows"][0]
+    b = json.loads(sweep(*mc, "--name", "other", "--sizes", "1M,8G")[1])["rows"][0]
+    assert a["key"] != b["key"]
+    assert {k: a[k] for k in a if k.startswith(("busbw_median", "busbw_p5", "busbw_worst", "bisection_"))} == \
+        {k: b[k] for k in a if k.startswith(("busbw_median", "busbw_p5", "busbw_worst", "bisection_"))}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("grid:\n  qps: [abc]\n", "sweep: qps='abc'"),
+    ("grid:\n  gpus: []\n", "grid gpus: no values"),
+    ("base: [1, 2]\n", "base must map spec fields to values"),
+    ("grid: {gpus: [64]}\nfail_random: 2\n", "sweep: fail_random='2'"),
+])
+def test_a_bad_sweep_file_is_one_line(text, message, tmp_path):
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(text)
+    code, _, err = sweep("--sweep", str(spec), "--no-cache")
+    assert code == 1 and message in err and "Traceback" not in err
+
+
+def test_scheduler_mistakes_and_a_sweep_of_refusals_leave_no_folder(tmp_path):
+    code, _, err = sweep("--gpus", "64", "--no-cache", "--scheduler", "foo://nowhere")
+    assert code == 1 and err.strip().splitlines()[-1].startswith("Error: --scheduler foo://nowhere:")
+    code, _, err = sweep("--gpus", "64", "-j", "2", "--scheduler", "tcp://127.0.0.1:1")
+    assert code == 1 and "give one or the other" in err
+    out = tmp_path / "none"
+    code, _, err = sweep("--gpus", "65536", "--tiers", "2", "--no-cache", "-o", str(out))
+    assert code == 1 and not out.exists()
+
+
+def test_a_rows_spec_rebuilds_its_design(tmp_path):
+    prices = sorted((Path(__file__).resolve().parent.parent / "examples" / "prices").glob("*.yaml"))[0]
+    out = tmp_path / "s"
+    assert sweep("--gpus", "256", "--prices", str(prices), "-o", str(out), "--no-cache", "-j", "1", "-q")[0] == 0
+    import yaml
+
+    row = json.loads((out / "sweep.json").read_text())["rows"][0]
+    spec = tmp_path / "elsewhere" / "spec.yaml"
+    spec.parent.mkdir()
+    spec.write_text(yaml.safe_dump(row["spec"]))
+    result = CliRunner().invoke(main, ["build", "-f", str(spec), "-o", str(tmp_path / "b"), "-q", "--no-configs"],
+                                prog_name="topo")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["switches"]["total"] == row["switches"] and summary["cabling"]["cost"]["total"] == row["cost"]

@@ -1058,11 +1058,17 @@ def _option_value(name: str, value: Any) -> Any:
     """A value of analysis option ``name`` from a sweep file, converted as its flag converts it."""
     kwargs = next(k for f, _, k in ANALYSIS_FLAGS if f == name)
     if "/" in next(flag for f, flag, _ in ANALYSIS_FLAGS if f == name):  # --x/--no-x
-        if isinstance(value, bool):
-            return value
-        return click.BOOL.convert(value, None, None)
+        return value if isinstance(value, bool) else _convert(click.BOOL, name, value)
     kind = kwargs.get("type")
-    return kind.convert(value, None, None) if isinstance(kind, click.ParamType) else value
+    return _convert(kind, name, value) if isinstance(kind, click.ParamType) else value
+
+
+def _convert(kind: click.ParamType, name: str, value: Any) -> Any:
+    """``kind.convert(value)``, its complaint as one error line naming the field."""
+    try:
+        return kind.convert(value, None, None)
+    except click.BadParameter as exc:
+        raise AnalysisError([f"sweep: {name}={quote(str(value))}: {exc.message}"]) from None
 
 
 #: Most values one range of a sweep file gives.
@@ -1114,10 +1120,15 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
     unknown = [k for k in data if k not in known]
     if unknown:
         raise AnalysisError([f"{path}: unknown key {quote(k)}; a sweep file has {', '.join(known)}" for k in unknown])
+    if data.get("base") is not None and not isinstance(data.get("base"), dict):
+        raise AnalysisError([f"{path}: base must map spec fields to values"])
     grid = data.get("grid") or {}
     if not isinstance(grid, dict):
         raise AnalysisError([f"{path}: grid must map fields to lists of values"])
     grid = {str(k): _grid_values(path, str(k), v) for k, v in grid.items()}
+    empty = [k for k, v in grid.items() if not v]
+    if empty:
+        raise AnalysisError([f"{path}: grid {k}: no values (an axis needs one or more)" for k in empty])
     cases = data.get("cases") or []
     if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
         raise AnalysisError([f"{path}: cases must be a list of mappings of fields to values"])
@@ -1166,12 +1177,12 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
     \b
     Examples:
       topo sweep --gpus 1024 --gpus 4096 --oversubscription 1 --oversubscription 3 \\
-                 --placement rail --placement rack -o sweep-12
+                 --placement rail --placement rack -o sweep-8
       topo sweep --sweep examples/sweeps/sweep-12.yaml --prices examples/prices/illustrative.yaml -o sweep
       topo sweep --gpus 16k --oversubscription 1 --oversubscription 2 --fail-random 0.01 --trials 32
       topo sweep --sweep examples/sweeps/sweep-12.yaml -o sweep --scheduler tcp://10.0.0.5:8786
     """
-    from .outputs.sweep import Cache, Sweep, Task, busbw_column, run, task_key, MAX_DESIGNS
+    from .outputs.sweep import Cache, Sweep, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
     from .outputs.sweep import expand as expand_grid
     from .outputs.sweep_files import front_table, sweep_files
 
@@ -1193,11 +1204,11 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             grid, cases = data["grid"], data["cases"]
             if sizes is None and data.get("sizes") is not None:
                 given = data["sizes"] if isinstance(data["sizes"], list) else [data["sizes"]]
-                sizes = SizeList().convert(",".join(str(s) for s in given), None, None)
+                sizes = _convert(SizeList(), "sizes", ",".join(str(s) for s in given))
             if fail_random is None and data.get("fail_random") is not None:
-                fail_random = click.FloatRange(0.0, 1.0, max_open=True).convert(data["fail_random"], None, None)
+                fail_random = _convert(click.FloatRange(0.0, 1.0, max_open=True), "fail_random", data["fail_random"])
             if trials is None and data.get("trials") is not None:
-                trials = click.IntRange(0, 10_000).convert(data["trials"], None, None)
+                trials = _convert(click.IntRange(0, 10_000), "trials", data["trials"])
         if spec_file is not None:
             base = {**read_spec_file(spec_file), **base}
             base_dir = spec_file.parent
@@ -1221,6 +1232,9 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         fail_random = fail_random or 0.0
         if fail_random and not trials:
             raise AnalysisError(["--fail-random with --trials 0 draws nothing: give --trials 1 or more"])
+        if scheduler and jobs:
+            raise AnalysisError([f"-j {jobs} is the number of local processes; with --scheduler the cluster's "
+                                 f"workers run the designs: give one or the other"])
         designs = expand_grid(grid, cases)
         if len(designs) > MAX_DESIGNS:
             raise AnalysisError([f"sweep: {len(designs):,} designs; at most {MAX_DESIGNS:,} in one sweep"])
@@ -1231,15 +1245,23 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             option_fields = {k: _option_value(k, v) for k, v in params.items() if k in option_names}
             options = AnalysisOptions(**{**option_defaults, **option_fields}, sizes=sizes, fail=(), fail_random=0.0)
             options.check()
-            shown = tuple((k, str(v) if not isinstance(v, (bool, int, float)) else v) for k, v in params.items())
+            as_given = tuple((k, _jsonable(v)) for k, v in params.items())
             try:
                 spec = load_spec(base, _spec_overrides(spec_fields), base_dir=base_dir)
+                node = resolve_server(spec, base_dir).node_model()
             except TopoError as exc:
                 from .outputs.sweep import _one_line
-                tasks.append(Task(index, shown, None, options, sizes, key=_params_key(shown), error=_one_line(exc)))
+                tasks.append(Task(index, as_given, None, options, sizes, key=_params_key(as_given),
+                                  error=_one_line(exc)))
                 continue
+            built = spec.to_dict()
+            # each field as the design has it (1k is 1024), each option as parsed
+            shown = tuple((k, built.get(k, v) if k in spec_names else _jsonable(getattr(options, k)))
+                          for k, v in params.items())
+            extra = _file_digest(options.nccl_constants, base_dir) if options.nccl_constants else None
             tasks.append(Task(index, shown, spec, options, sizes, fail_random, trials,
-                              key=task_key(spec, options, sizes, fail_random, trials)))
+                              key=task_key(spec, options, sizes, fail_random, trials, node=node, extra=extra),
+                              node=node, fault_key=fault_key(spec, fail_random)))
         columns = tuple(dict.fromkeys(k for t in tasks for k, _ in t.params))
         definition = {"base": base, "spec_file": str(spec_file) if spec_file else None, "grid": grid,
                       "cases": cases, "fixed": {k: str(v) for k, v in fixed.items()},
@@ -1256,12 +1278,16 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         def update(done: int, total: int) -> None:  # total: the distinct designs (a repeat is one)
             counters.setdefault(total, progress.counter("designs", total))(done)
 
+        cache.check()
         with progress.stage(f"sweep of {len(tasks):,} designs" + (f" on {scheduler}" if scheduler else "")):
             rows, stats = run(sweep, cache, jobs=jobs, scheduler=scheduler, progress=update)
-        progress.say(f"{stats.designs:,} designs: {stats.cached:,} from the cache, {stats.computed:,} computed"
+        progress.say(f"{_plural(stats.designs, 'design')}: {stats.cached:,} from the cache, {stats.computed:,} computed"
                      + (f" on {stats.where}" if stats.computed else "")
                      + (f"; {stats.failed:,} could not be built (the error column says why)" if stats.failed else ""))
-        specs = [t.spec.to_dict() if t.spec is not None else None for t in tasks]
+        if stats.failed == stats.designs:
+            first = next(r["error"] for r in rows if r.get("error"))
+            raise AnalysisError([f"no design of the sweep could be built; design 1: {first}"])
+        specs = [_spec_for_build(t.spec, fixed, base, base_dir) if t.spec is not None else None for t in tasks]
         if folder is not None:
             with folder:
                 count = folder.write(with_manifest(sweep_files(sweep, rows, specs, stats.where).items()))
@@ -1277,18 +1303,47 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
                f"{data['pareto']['x']}: {len(front)} of {len(rows)} designs"
         return head + "\n" + format_table(headers, front) + (f"\n\nsweep: {output}/sweep.csv" if output else "")
 
-    if stats.failed == stats.designs:
-        first = next(r["error"] for r in rows if r.get("error"))
-        raise TopoClickError(AnalysisError([f"no design of the sweep could be built; design 1: {first}"]))
     emit(data, fmt, table)
 
 
 def _spec_overrides(fields: dict[str, Any]) -> dict[str, Any]:
-    """A design's spec fields as flag overrides (``rail_only`` is its two fields)."""
+    """A design's spec fields as flag overrides (``rail_only`` is its two fields, which the design's
+    own may not contradict)."""
     fields = dict(fields)
     if fields.pop("rail_only", None):
+        clash = [f"{name}={fields[name]}" for name, want in (("tiers", "1"), ("placement", "rail"))
+                 if fields.get(name) is not None and str(fields[name]) != want]
+        if clash:
+            raise AnalysisError([f"rail_only is tiers=1 with rail placement; it contradicts {', '.join(clash)}"])
         fields.update(tiers="1", placement="rail")
     return fields
+
+
+def _spec_for_build(spec: FabricSpec, fixed: dict[str, Any], base: dict[str, Any], base_dir: Path | None
+                    ) -> dict[str, Any]:
+    """A design's spec as ``sweep.json`` keeps it: ``spec.to_dict()`` with the files it names
+    (price list, host-name table, server profile) as absolute paths, as the flags (from the working
+    folder) or the base spec (from its folder) gave them, so that ``topo build -f`` takes it from
+    anywhere."""
+    out = spec.to_dict()
+    for key in ("prices", "hostnames", "server"):
+        given, where = (fixed[key], Path.cwd()) if fixed.get(key) is not None else (base.get(key), base_dir or Path.cwd())
+        if isinstance(given, str):
+            path = Path(given) if Path(given).is_absolute() else where / given
+            if path.is_file():
+                out[key] = str(path.resolve())
+    return out
+
+
+def _file_digest(name: str, base_dir: Path | None) -> str:
+    """The SHA-256 of a file a design reads (an NCCL constants file), so that editing it recomputes."""
+    import hashlib
+
+    path = Path(name)  # as the analysis reads it: from the working folder
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise AnalysisError([f"--nccl-constants {name}: cannot read it ({exc.strerror or exc})"]) from None
 
 
 def _params_key(params: tuple[tuple[str, Any], ...]) -> str:

@@ -34,7 +34,7 @@ from .. import __version__
 from ..errors import TopoError
 
 #: Bumped when the meaning of a cached row changes (with the topo version, part of every key).
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 #: Most designs one sweep takes, and most Monte Carlo trials a design.
 MAX_DESIGNS = 100_000
 MAX_TRIALS = 10_000
@@ -65,6 +65,8 @@ class Task:
     trials: int = 0
     key: str = ""
     error: str | None = None  #: why the design's spec was refused (no spec then): its row says so
+    node: Any = None  #: the NodeModel of its server profile, resolved where the sweep was defined
+    fault_key: str = ""  #: what the failure draws depend on: the fabric and the fraction (see trial_seed)
 
 
 @dataclass(frozen=True)
@@ -83,10 +85,25 @@ class Sweep:
         return tuple(busbw_column(s) for s in self.sizes)
 
     @property
+    def param_columns(self) -> tuple[str, ...]:
+        """The columns of the swept fields: the field's name, or ``asked_NAME`` where a result column
+        has that name (``asked_tiers``: what was asked; ``tiers``: what was built)."""
+        return tuple(param_column(c) for c in self.columns)
+
+    @property
     def all_columns(self) -> tuple[str, ...]:
         described = tuple(c for c in DESCRIPTIVE_COLUMNS if c not in self.columns)
-        out = ("design", "key", *self.columns, *described, *RESULT_COLUMNS, *self.size_columns)
+        out = ("design", "key", *self.param_columns, *described, *RESULT_COLUMNS, *self.size_columns)
         return out + (TRIAL_COLUMNS if self.trials else ()) + ("error",)
+
+
+def param_column(name: str) -> str:
+    """The column of a swept field (``asked_tiers`` where ``tiers`` is a result column).
+
+    >>> param_column("gpus"), param_column("tiers"), param_column("spines")
+    ('gpus', 'asked_tiers', 'asked_spines')
+    """
+    return f"asked_{name}" if name in RESULT_COLUMNS else name
 
 
 def busbw_column(size: int) -> str:
@@ -132,11 +149,15 @@ def _canonical(value: Any) -> Any:
     return str(value)
 
 
-def task_key(spec: Any, options: Any, sizes: Sequence[int], fail_random: float, trials: int) -> str:
-    """The cache key of a design: a digest of everything its row depends on, the topo version
+def task_key(spec: Any, options: Any, sizes: Sequence[int], fail_random: float, trials: int,
+             node: Any = None, extra: Any = None) -> str:
+    """The cache key of a design: a digest of everything its row depends on (the node model of its
+    server profile, ``extra`` such as the digest of an NCCL constants file), the topo version
     included (a new release recomputes)."""
     prices = spec.price_table
     payload = {
+        "node": _canonical(node) if node is not None else None,
+        "extra": _canonical(extra),
         "format": CACHE_FORMAT,
         "topo": __version__,
         "spec": spec.to_dict(),
@@ -151,9 +172,18 @@ def task_key(spec: Any, options: Any, sizes: Sequence[int], fail_random: float, 
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def fault_key(spec: Any, fail_random: float) -> str:
+    """What a design's failure draws depend on: its fabric (the spec without its name, prices, host
+    names and server profile, which do not change the links) and the fraction failed."""
+    fabric = {k: v for k, v in spec.to_dict().items() if k not in ("name", "prices", "hostnames", "server")}
+    text = json.dumps(_canonical({"fabric": fabric, "fail_random": fail_random}), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def trial_seed(key: str, trial: int) -> int:
-    """The failure draw of trial ``trial`` of the design with cache key ``key`` (32 bits): the same on
-    any machine and worker.
+    """The failure draw of trial ``trial`` of the design whose :func:`fault_key` is ``key`` (32 bits):
+    the same on any machine and worker, and for designs that differ only in what the draw does not
+    touch (a price list, the message sizes, the name).
 
     >>> trial_seed("ab" * 32, 0) == trial_seed("ab" * 32, 0), trial_seed("ab" * 32, 0) != trial_seed("ab" * 32, 1)
     (True, True)
@@ -176,19 +206,22 @@ def evaluate(task: Task) -> dict[str, Any]:
     from .cabling import plan_cabling
     from .summary import summarize
 
-    row: dict[str, Any] = {"design": task.index, "key": task.key[:12], **dict(task.params)}
+    row: dict[str, Any] = {}
     if task.spec is None:
-        return {**row, "error": task.error}
+        return {"error": task.error}
     row.update(describe(task.spec))
     try:
         fabric = build_fabric(task.spec)
         cabling = plan_cabling(fabric)
+        summary = summarize(fabric, cabling).to_dict()
+        options = replace(task.options, sizes=tuple(task.sizes))
+        node = task.node or node_model_of(fabric)
+        result = analyze(fabric, options, node=node)
     except TopoError as exc:
         return {**row, "error": _one_line(exc)}
-    summary = summarize(fabric, cabling).to_dict()
-    options = replace(task.options, sizes=tuple(task.sizes))
-    result = analyze(fabric, options)
     data = result.to_dict()
+    if summary["tiers"] < 3:
+        row["core_model"] = None
     power = cabling.power_w.get("total")
     cost = cabling.cost
     row.update({
@@ -210,12 +243,11 @@ def evaluate(task: Task) -> dict[str, Any]:
     for size in task.sizes:
         row[busbw_column(size)] = by_size[size]
     if task.trials:
-        node = node_model_of(fabric)
         largest = (max(task.sizes),)
         trial_options = replace(options.for_fabric(fabric), sizes=largest)
         busbw, bisect = [], []
         for t in range(task.trials):
-            faults = apply_faults(fabric, (), task.fail_random, trial_seed(task.key, t))
+            faults = apply_faults(fabric, (), task.fail_random, trial_seed(task.fault_key or task.key, t))
             trial = analyze_faulted(fabric, trial_options, faults, node)
             busbw.append(trial.allreduce.to_rows()[0]["busbw_GBps"])
             bisect.append(trial.bisection.maxflow_gbps)
@@ -273,9 +305,22 @@ class Cache:
             data = json.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None  # absent, or cut short by a crash: computed again
-        if data.get("key") != key or data.get("format") != CACHE_FORMAT:
+        if not isinstance(data, dict) or data.get("key") != key or data.get("format") != CACHE_FORMAT \
+                or not isinstance(data.get("row"), dict):
             return None
         return data["row"]
+
+    def check(self) -> None:
+        """Raise SweepError now, before any design is computed, when the folder cannot be written."""
+        if self.folder is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as exc:
+            raise SweepError(f"--cache {self.folder}: cannot write there ({exc.strerror or exc})") from None
 
     def put(self, key: str, row: dict[str, Any]) -> None:
         if self.folder is None:
@@ -354,8 +399,9 @@ def run(sweep: Sweep, cache: Cache, jobs: int | None = None, scheduler: str | No
     stats.computed = len(todo)
     out = []
     for task in sweep.tasks:
-        # a cached row carries the index and parameters of the run that made it: this sweep's own
-        row = {**rows[task.key], "design": task.index, **dict(task.params)}
+        # the design's number and fields are this sweep's; the results are the key's
+        row = {**rows[task.key], "design": task.index, "key": task.key[:12],
+               **{param_column(k): v for k, v in task.params}}
         out.append({c: row.get(c) for c in sweep.all_columns})
     stats.failed = sum(1 for r in out if r.get("error"))
     return out, stats
@@ -393,7 +439,7 @@ def _run_dask(address: str, tasks: list[Task], finished: Callable[[str, dict[str
                          f"install it with pip install 'topo[cluster]' (and topo on every worker)") from None
     try:
         client = Client(address, timeout="20s")
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
         raise SweepError(f"--scheduler {address}: no Dask scheduler answered ({' '.join(str(exc).split())})") from None
     try:
         versions = client.run(_topo_version)

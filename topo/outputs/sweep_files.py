@@ -87,6 +87,8 @@ def pareto_svgs(sweep: Sweep, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
 def _fmt(value: Any, digits: int = 1) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:,.{digits}f}"
     if isinstance(value, int):
