@@ -214,10 +214,10 @@ def format_option(func: Callable) -> Callable:
 def spec_from_cli(spec_file: Path | None, fields: dict[str, Any], progress: "Progress | None" = None) -> FabricSpec:
     fields = dict(fields)
     if fields.pop("rail_only", None):  # the rail-only design: its two fields, which flags may not contradict
-        clash = [f"--{name} {fields[name]}" for name, want in (("tiers", "1"), ("placement", "rail"))
-                 if fields.get(name) is not None and str(fields[name]) != want]
+        clash = _rail_only_clash(fields)
         if clash:
-            raise click.UsageError(f"--rail-only is tiers=1 with rail placement; it contradicts {', '.join(clash)}")
+            raise click.UsageError("--rail-only is tiers=1 with rail placement; it contradicts "
+                                   + ", ".join(f"--{name} {value}" for name, value in clash))
         fields.update(tiers="1", placement="rail")
     data = read_spec_file(spec_file) if spec_file else {}
     notes: list[str] = []
@@ -1258,7 +1258,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             # each field as the design has it (1k is 1024), each option as parsed
             shown = tuple((k, built.get(k, v) if k in spec_names else _jsonable(getattr(options, k)))
                           for k, v in params.items())
-            extra = _file_digest(options.nccl_constants, base_dir) if options.nccl_constants else None
+            extra = _file_digest(options.nccl_constants) if options.nccl_constants else None
             tasks.append(Task(index, shown, spec, options, sizes, fail_random, trials,
                               key=task_key(spec, options, sizes, fail_random, trials, node=node, extra=extra),
                               node=node, fault_key=fault_key(spec, fail_random)))
@@ -1276,7 +1276,9 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         counters: dict[int, Callable[[int], None]] = {}
 
         def update(done: int, total: int) -> None:  # total: the distinct designs (a repeat is one)
-            counters.setdefault(total, progress.counter("designs", total))(done)
+            if total not in counters:
+                counters[total] = progress.counter("designs", total)
+            counters[total](done)
 
         cache.check()
         with progress.stage(f"sweep of {len(tasks):,} designs" + (f" on {scheduler}" if scheduler else "")):
@@ -1290,7 +1292,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         specs = [_spec_for_build(t.spec, fixed, base, base_dir) if t.spec is not None else None for t in tasks]
         if folder is not None:
             with folder:
-                count = folder.write(with_manifest(sweep_files(sweep, rows, specs, stats.where).items()))
+                count = folder.write(with_manifest(sweep_files(sweep, rows, specs).items()))
             progress.say(f"wrote {count:,} files to {output}/")
     from .outputs.sweep_files import fronts
 
@@ -1311,12 +1313,18 @@ def _spec_overrides(fields: dict[str, Any]) -> dict[str, Any]:
     own may not contradict)."""
     fields = dict(fields)
     if fields.pop("rail_only", None):
-        clash = [f"{name}={fields[name]}" for name, want in (("tiers", "1"), ("placement", "rail"))
-                 if fields.get(name) is not None and str(fields[name]) != want]
+        clash = _rail_only_clash(fields)
         if clash:
-            raise AnalysisError([f"rail_only is tiers=1 with rail placement; it contradicts {', '.join(clash)}"])
+            raise AnalysisError(["rail_only is tiers=1 with rail placement; it contradicts "
+                                 + ", ".join(f"{name}={value}" for name, value in clash)])
         fields.update(tiers="1", placement="rail")
     return fields
+
+
+def _rail_only_clash(fields: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The fields given that contradict rail-only (tiers=1, rail placement), as (name, value)."""
+    return [(name, fields[name]) for name, want in (("tiers", "1"), ("placement", "rail"))
+            if fields.get(name) is not None and str(fields[name]) != want]
 
 
 def _spec_for_build(spec: FabricSpec, fixed: dict[str, Any], base: dict[str, Any], base_dir: Path | None
@@ -1335,7 +1343,7 @@ def _spec_for_build(spec: FabricSpec, fixed: dict[str, Any], base: dict[str, Any
     return out
 
 
-def _file_digest(name: str, base_dir: Path | None) -> str:
+def _file_digest(name: str) -> str:
     """The SHA-256 of a file a design reads (an NCCL constants file), so that editing it recomputes."""
     import hashlib
 

@@ -729,7 +729,6 @@ def sweep_section(sweep: dict[str, Any], reviews: Sequence[Review]) -> dict[str,
     """The section of a design review on a sweep (``sweep.json`` of ``topo sweep``, read): its two
     Pareto plots, the reviewed designs ringed where the sweep has them (the same spec), and the
     ranked fronts."""
-    from .sweep import pareto
     from .plots import pareto_svg
 
     rows = sweep["rows"]
@@ -746,7 +745,7 @@ def sweep_section(sweep: dict[str, Any], reviews: Sequence[Review]) -> dict[str,
     for view, y_label in (("busbw", f"busbw at {front['busbw']['y'].split('@', 1)[1]} (GB/s)"),
                           ("bisection", "bisection per GPU (Gb/s)")):
         y = front[view]["y"]
-        on_front = [rows[i]["design"] for i in pareto(rows, x, y)]
+        on_front = [d["design"] for d in front[view]["front"]]
         svg = pareto_svg(rows, x, y, on_front, x_label, y_label, salt=f"sweep-{view}", highlight=mine)
         blocks.append(_figure(f"sweep-{view}", svg, f"report/pareto-{view}.svg",
                               f"{y_label} against {x_label}: the Pareto front in blue"))

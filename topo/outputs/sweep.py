@@ -28,7 +28,7 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from .. import __version__
 from ..errors import TopoError
@@ -499,12 +499,3 @@ def ranked(rows: Sequence[dict[str, Any]], x: str, y: str) -> list[dict[str, Any
     """The Pareto front of ``y`` against ``x``, cheapest first."""
     return [{"rank": rank, "design": rows[i]["design"], x: rows[i][x], y: rows[i][y]}
             for rank, i in enumerate(pareto(rows, x, y), 1)]
-
-
-def iter_params(tasks: Iterable[Task]) -> list[str]:
-    """The parameter names the tasks set, in first-seen order."""
-    seen: dict[str, None] = {}
-    for t in tasks:
-        for k, _ in t.params:
-            seen.setdefault(k, None)
-    return list(seen)

@@ -117,7 +117,7 @@ def _markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def readme_text(sweep: Sweep, rows: Sequence[dict[str, Any]], where: str) -> str:
+def readme_text(sweep: Sweep, rows: Sequence[dict[str, Any]]) -> str:
     """``README.md`` of a sweep folder: what was swept, the two fronts, the files."""
     built = [r for r in rows if not r.get("error")]
     failed = len(rows) - len(built)
@@ -139,10 +139,10 @@ def readme_text(sweep: Sweep, rows: Sequence[dict[str, Any]], where: str) -> str
     return "\n".join(lines)
 
 
-def sweep_files(sweep: Sweep, rows: Sequence[dict[str, Any]], specs: Sequence[dict[str, Any] | None],
-                where: str = "") -> dict[str, str]:
+def sweep_files(sweep: Sweep, rows: Sequence[dict[str, Any]], specs: Sequence[dict[str, Any] | None]
+                ) -> dict[str, str]:
     """Every file of a sweep folder, by path."""
     files = {"sweep.csv": csv_text(sweep, rows), "sweep.json": json_text(sweep, rows, specs)}
     files.update(pareto_svgs(sweep, rows))
-    files["README.md"] = readme_text(sweep, rows, where)
+    files["README.md"] = readme_text(sweep, rows)
     return files
