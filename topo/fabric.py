@@ -90,7 +90,8 @@ class Fabric:
     addressing : Addressing
         ASNs, loopbacks and link /31s (see :mod:`topo.addressing`).
     graph : networkx.MultiGraph
-        The same fabric as a graph, keyed by names, with documented attributes.
+        The same fabric as a graph, keyed by names, with documented attributes (built on first
+        use: the analyses read only the arrays).
     peer_links : Links or None
         Dual-ToR: the peer links between the two leaves of each pair (kind ``PEER_KIND``), which
         are not routed; None without dual-ToR.
@@ -106,9 +107,15 @@ class Fabric:
     group: np.ndarray
     plane: np.ndarray
     links: Links
-    graph: nx.MultiGraph
     addressing: Addressing
     peer_links: Links | None = None
+
+    @cached_property
+    def graph(self) -> nx.MultiGraph:
+        """The fabric as a networkx MultiGraph (built when first asked for: the analyses need only
+        the arrays)."""
+        vertices = {k: getattr(self, k) for k in ("tier", "su", "pod", "rail", "group", "plane")}
+        return _graph(self.spec, self.plan, list(self.names), vertices, self.links, self.addressing, self.peer_links)
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -612,9 +619,8 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     if final_spec(spec) is not spec:
         names, vertices, links, addressing = _grown(spec, plan)
         peer = _peer_links(spec, plan) if plan.homes == 2 else None
-        graph = _graph(spec, plan, names, vertices, links, addressing, peer)
-        return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
-                      addressing=addressing, peer_links=peer, **vertices)
+        return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, addressing=addressing,
+                      peer_links=peer, **vertices)
     names = _names(spec, plan)
     if len({n.lower() for n in names}) != len(names):
         switches = {n.lower() for n in names[plan.nodes:]}
@@ -625,9 +631,8 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     links = _links(spec, plan)
     addressing = _addressing(spec, plan, links)
     peer = _peer_links(spec, plan) if plan.homes == 2 else None
-    graph = _graph(spec, plan, names, vertices, links, addressing, peer)
-    return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, graph=graph,
-                  addressing=addressing, peer_links=peer, **vertices)
+    return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, addressing=addressing,
+                  peer_links=peer, **vertices)
 
 
 def plane_members(fabric: Fabric, plane: int) -> tuple[np.ndarray, np.ndarray]:
@@ -682,4 +687,4 @@ def plane_view(fabric: Fabric, plane: int) -> Fabric:
                             asn_size=a.asn_size, lanes_per_port=a.lanes_per_port,
                             spine_core_lanes=a.spine_core_lanes)
     return Fabric(spec=plane_spec(fabric.spec), plan=one, names=tuple(fabric.names[i] for i in where.tolist()),
-                  links=view_links, graph=None, addressing=addressing, **vertices)  # type: ignore[arg-type]
+                  links=view_links, addressing=addressing, **vertices)
