@@ -62,7 +62,6 @@ import argparse
 import datetime
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -70,7 +69,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_build import _maxrss_kib, machine, mib, parse_size  # noqa: E402
+from bench_build import _maxrss_kib, machine, mib, parse_size, replace_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
@@ -477,11 +476,7 @@ def docs_section(args: argparse.Namespace, tables: list[tuple[str, str]], checks
 
 
 def write_docs(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"bench_analyze: markers {START} ... {END} not found in docs/performance.md")
-    DOC.write_text(pattern.sub(lambda _: f"{START}\n{section}\n{END}", text, count=1), encoding="utf-8")
+    replace_section(DOC, START, END, section)
 
 
 def main(argv: list[str] | None = None) -> int:

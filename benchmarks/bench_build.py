@@ -271,13 +271,18 @@ def docs_section(args: argparse.Namespace, body: str, checks: list[str]) -> str:
     )
 
 
-def write_docs(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
+def replace_section(doc: Path, start: str, end: str, section: str) -> None:
+    """Put ``section`` between the markers ``start`` and ``end`` of ``doc`` (the benchmarks'
+    --write-docs); exit with a message when the markers are missing."""
+    text = doc.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
     if not pattern.search(text):
-        raise SystemExit(f"bench_build: markers {START} ... {END} not found in docs/performance.md")
-    new = pattern.sub(lambda _: f"{START}\n{section}\n{END}", text, count=1)
-    DOC.write_text(new, encoding="utf-8")
+        raise SystemExit(f"{Path(sys.argv[0]).name}: markers {start} ... {end} not found in {doc.name}")
+    doc.write_text(pattern.sub(lambda _: f"{start}\n{section}\n{end}", text, count=1), encoding="utf-8")
+
+
+def write_docs(section: str) -> None:
+    replace_section(DOC, START, END, section)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,14 +27,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import re
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_build import _maxrss_kib, machine, mib, parse_size  # noqa: E402
+from bench_build import _maxrss_kib, machine, mib, parse_size, replace_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "report.md"
@@ -121,11 +120,7 @@ def command(args: argparse.Namespace) -> str:
 
 
 def write_docs(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"bench_report: markers {START} ... {END} not found in docs/report.md")
-    DOC.write_text(pattern.sub(lambda _: f"{START}\n{section}\n{END}", text, count=1), encoding="utf-8")
+    replace_section(DOC, START, END, section)
 
 
 def main(argv: list[str] | None = None) -> int:

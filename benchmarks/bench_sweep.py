@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import re
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_build import machine  # noqa: E402
+from bench_build import machine, replace_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
@@ -93,11 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({args.repeat} runs of each way, each a fresh `topo sweep` process with `--no-cache`; wall-clock "
             f"seconds, start-up and writing the folder included; the three give the same sweep.csv).", "", body, "",
             "Machine:", "", *machine(), f"- Dask distributed {distributed.__version__}"])
-        text = DOC.read_text(encoding="utf-8")
-        pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
-        if not pattern.search(text):
-            raise SystemExit(f"bench_sweep: markers {START} ... {END} not found in docs/performance.md")
-        DOC.write_text(pattern.sub(lambda _: f"{START}\n{section}\n{END}", text, count=1), encoding="utf-8")
+        replace_section(DOC, START, END, section)
         print("bench: updated docs/performance.md", file=sys.stderr)
     return 0
 
