@@ -29,7 +29,7 @@ from .congestion import CC_MODES, Rates, solve_rates
 from .ecmp import EcmpWidth, ecmp_width
 from .faults import Faults, apply_faults, no_faults, plane_names
 from .hops import HopCounts, hop_counts
-from .routing import HASH_FIELDS, ROUTING_MODES, Routes, port_tables, route
+from .routing import HASH_FIELDS, ROUTING_MODES, PortTables, Routes, port_tables, route
 from .updown import updown
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -275,7 +275,8 @@ class _Pattern:
 
 
 def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
-              node: NodeModel | None = None, rows_only: bool = False) -> AllReduce:
+              node: NodeModel | None = None, rows_only: bool = False,
+              nic_map: np.ndarray | None = None, tables: "PortTables | None" = None) -> AllReduce:
     """Route, rate and time the job's all-reduce for every message size, as NCCL would run it.
 
     NCCL's tuner picks the algorithm and protocol per size from the ideal graphs (it knows the
@@ -283,19 +284,32 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     of every hash sample, and the rows give the median and the 5th percentile. ``rows_only``
     leaves out the details (bottlenecks, link utilisation) and the median sample's routes and
     rates, for callers that read the rows only.
+
+    ``nic_map`` (groups, nodes, nics) times several same-shaped communicators that run at once
+    instead of the job of ``options``: NIC ``j`` of the ``i``-th node of group ``G`` is the global
+    NIC ``nic_map[G, i, j]``, and ``node`` describes one node's share of a group (its GPUs and
+    NICs). All groups are routed and rated together; the rows are those of one group. Every NIC
+    of the groups must have a live link (a job whose NIC has none stops).
     """
     spec = fabric.spec
     options = options.for_fabric(fabric)
     node = node or node_model_of(fabric)
-    order = job_nodes(fabric, options.job_gpus, options.order, options.seed)
-    k = spec.nic_ports
-    tables = port_tables(fabric)
+    tables = tables or port_tables(fabric)
     nic_link = tables.nic_link.reshape(-1, fabric.plan.homes)  # a dual-ToR NIC: its bond's two links
-    live_nics = faults.live[nic_link[(order[:, None] * k + np.arange(k)[None, :])]].any(axis=-1)
-    dead_nodes = ~live_nics.any(axis=1)
-    stopped = _stopped(fabric, order, live_nics)
-    if dead_nodes.any():
-        order, live_nics = order[~dead_nodes], live_nics[~dead_nodes]
+    if nic_map is None:
+        order = job_nodes(fabric, options.job_gpus, options.order, options.seed)
+        k = spec.nic_ports
+        live_nics = faults.live[nic_link[(order[:, None] * k + np.arange(k)[None, :])]].any(axis=-1)
+        dead_nodes = ~live_nics.any(axis=1)
+        stopped = _stopped(fabric, order, live_nics)
+        if dead_nodes.any():
+            order, live_nics = order[~dead_nodes], live_nics[~dead_nodes]
+    else:
+        if not faults.live[nic_link[nic_map]].any(axis=-1).all():
+            raise AnalysisError(["a NIC of the job has no live link, and a job whose NIC has none stops: "
+                                 "fail switches or switch-to-switch links, not servers or leaves"])
+        order = np.arange(nic_map.shape[1])
+        live_nics, stopped = np.ones((order.size, nic_map.shape[2]), dtype=bool), None
     n = int(order.size)
     if n == 0:
         raise AnalysisError(["the job has no node with a live NIC link left: nothing to analyse"])
@@ -320,7 +334,7 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
         for name, needed in (("ring", needs_ring or not needs_tree), ("tree", needs_tree)):
             if needed:
                 bases[name] = _base_pattern(fabric, options, faults, ud, tables, routing, order, layout,
-                                            pcie_gbps, name)
+                                            pcie_gbps, name, nic_map)
     hops = max((b.max_switch_hops for b in bases.values()), default=0)
     latency_inter = max(0, hops - 1) * options.switch_latency_ns * 1e-3
     constants = load_constants(options.nccl_constants) if options.nccl_constants else DEFAULT_CONSTANTS
@@ -365,7 +379,7 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     if bases and not any(uses[name] for name in bases):
         uses["ring" if "ring" in bases else "tree"] = True  # CollNet or NVLS: the details show one
     for name, base in bases.items():
-        patterns[name] = _sample_pattern(base, options, routing, uses[name])
+        patterns[name] = sample_pattern(base, options, routing, uses[name])
     samples = max((p.slowest_gbps.size for p in patterns.values()), default=1)
     times = np.empty((samples, sizes.size))
     limits = np.empty(samples)
@@ -473,9 +487,15 @@ class _Base:
     qps: int
 
 
-def _base_pattern(fabric, options, faults, ud, tables, routing, order, layout, pcie_gbps, pattern) -> _Base:
+def _base_pattern(fabric, options, faults, ud, tables, routing, order, layout, pcie_gbps, pattern,
+                  nic_map=None) -> _Base:
     """Connections of one pattern, routed once with the first hash seed."""
-    conns = connections(order, layout, pattern)
+    return base_of(fabric, options, faults, ud, tables, routing, connections(order, layout, pattern, nic_map),
+                   pcie_gbps)
+
+
+def base_of(fabric, options, faults, ud, tables, routing, conns: Connections, pcie_gbps: float) -> _Base:
+    """Any connections (one flow of ``options.qps`` queue pairs each), routed once with the first hash seed."""
     q = options.qps
 
     def route_some(keep: np.ndarray | slice, seed: int) -> Routes:
@@ -493,7 +513,7 @@ def _base_pattern(fabric, options, faults, ud, tables, routing, order, layout, p
     return _Base(conns, route_some, base, capacity, max_hops, busiest, nic_cap / busiest, q)
 
 
-def _sample_pattern(b: _Base, options: AnalysisOptions, routing: str, sample: bool) -> _Pattern:
+def sample_pattern(b: _Base, options: AnalysisOptions, routing: str, sample: bool) -> _Pattern:
     """Rate a pattern over the hash samples (or over its first routing only, when not sampled).
 
     The connections that stay inside a leaf (or have no route) take the same path in every

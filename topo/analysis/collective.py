@@ -205,13 +205,19 @@ class Connections:
     channels: int  #: channels, each with 1/channels of the data
 
 
-def connections(order: np.ndarray, layout: ChannelLayout, pattern: str) -> Connections:
+def connections(order: np.ndarray, layout: ChannelLayout, pattern: str,
+                nic_map: np.ndarray | None = None) -> Connections:
     """Every network connection of the all-reduce, for all channels at once.
 
     ``ring``: channel ``c`` goes from position ``i`` to ``i + 1`` (mod ``n``) in rank order, NIC
     ``nic_of[i, c]`` to NIC ``nic_of[i + 1, c]``. ``tree``: the first half of the channels run on
     tree 1 of :func:`double_binary_tree`, the second half on tree 2 (NCCL's ``connectTrees``);
     every tree edge is a connection in each direction (reduce up, broadcast down).
+
+    ``nic_map`` (groups, n, nics), when given, is several communicators of the same shape at once
+    (say the data-parallel groups of a training job): NIC ``j`` of position ``i`` of group ``G``
+    is the global NIC ``nic_map[G, i, j]``, and ``order`` is not used. The connections are those
+    of every group, group after group.
     """
     if pattern not in ("ring", "tree"):
         raise AnalysisError([f"connection pattern {pattern}: expected ring or tree"])
@@ -242,8 +248,13 @@ def connections(order: np.ndarray, layout: ChannelLayout, pattern: str) -> Conne
         chan = np.concatenate(chan_parts) if chan_parts else np.zeros(0, dtype=np.int64)
         depth = max(1, math.ceil(math.log2(n))) if n > 1 else 0
     src_pos, dst_pos, chan = (np.asarray(a).ravel() for a in (src_pos, dst_pos, chan))
-    src = order[src_pos] * k + layout.nic_of[src_pos, chan]
-    dst = order[dst_pos] * k + layout.nic_of[dst_pos, chan]
+    if nic_map is not None:
+        src = nic_map[:, src_pos, layout.nic_of[src_pos, chan]].ravel()
+        dst = nic_map[:, dst_pos, layout.nic_of[dst_pos, chan]].ravel()
+        chan = np.tile(chan, nic_map.shape[0])
+    else:
+        src = order[src_pos] * k + layout.nic_of[src_pos, chan]
+        dst = order[dst_pos] * k + layout.nic_of[dst_pos, chan]
     return Connections(src.astype(np.int64), dst.astype(np.int64), chan.astype(np.int64), pattern, n,
                        depth, C)
 
