@@ -869,11 +869,13 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
 @click.option("--force", is_flag=True, help="Replace an existing report folder.")
 @click.option("--sweep", "sweep_path", type=click.Path(exists=True, path_type=Path), default=None,
               help="A folder (or its sweep.json) written by 'topo sweep': adds its Pareto fronts, the design ringed.")
+@click.option("--train", "train_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The JSON of 'topo train -o': adds the training step, its scaling curve and what-ifs.")
 @templates_option
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, sweep_path: Path | None,
-                   templates: tuple[Path, ...], fmt: str, quiet: bool) -> None:
+                   train_path: Path | None, templates: tuple[Path, ...], fmt: str, quiet: bool) -> None:
     """The design review of one design, or several side by side: report.html and report.md.
 
     Each DESIGN is a folder written by 'topo build' (its spec.yaml is read, and the folder must be
@@ -889,6 +891,7 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
       topo report cluster-1024gpus
       topo report examples/h100-1024.yaml examples/rack-768-oversub3.yaml -o review
       topo report design-1to1 design-3to1 --format json
+      topo report cluster-1024gpus --train train-llama3-70b.json
     """
     progress = Progress(quiet)
     with user_errors():
@@ -900,7 +903,8 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
         out = output or Path(("-vs-".join(labels) if len(labels) > 1 else labels[0]) + "-report")
         specs = [spec_from_cli(f, {}, progress) for f in spec_files]
         sweep = read_sweep_json(sweep_path) if sweep_path is not None else None
-        inputs = [*templates, *spec_files, *([sweep_path] if sweep_path is not None else [])]
+        train = read_train_json(train_path) if train_path is not None else None
+        inputs = [*templates, *spec_files, *(p for p in (sweep_path, train_path) if p is not None)]
         folder = OutputFolder(out, force, inputs)
         for spec in specs:
             check_addressing(spec, plan_fabric(spec))
@@ -926,7 +930,7 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
                                           progress=progress.counter(f"{parts} parts failed one at a time", parts)))
             with progress.stage(f"writing {out}/"):
                 count = folder.write(with_manifest(report_files(reviews, templates, in_build=False,
-                                                                sweep=sweep).items()))
+                                                                sweep=sweep, train=train).items()))
         progress.say(f"wrote {count:,} files")
     data = report_data(reviews)
 
@@ -947,6 +951,19 @@ def read_sweep_json(path: Path) -> dict[str, Any]:
         raise AnalysisError([f"--sweep {path}: not a sweep written by topo sweep ({' '.join(str(exc).split())})"]) from None
     if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
         raise AnalysisError([f"--sweep {path}: not a sweep.json written by topo sweep (no rows, pareto and columns)"])
+    return data
+
+
+def read_train_json(path: Path) -> dict[str, Any]:
+    """The JSON that ``topo train -o`` wrote, checked."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AnalysisError([f"--train {path}: not a result written by topo train -o ({' '.join(str(exc).split())})"]) from None
+    need = {"workload", "fabric", "model", "step_time_s", "breakdown", "memory"}
+    if not isinstance(data, dict) or not need <= set(data):
+        raise AnalysisError([f"--train {path}: not a result written by topo train -o (it has no "
+                             f"{', '.join(sorted(need - set(data if isinstance(data, dict) else {})))})"])
     return data
 
 
@@ -1362,6 +1379,217 @@ def _params_key(params: tuple[tuple[str, Any], ...]) -> str:
 
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
+
+
+# --- topo train ------------------------------------------------------------------------------------
+
+#: Analysis options that price a training job's collectives (the job, its sizes and algorithm are
+#: the workload's own, so --job-gpus, --order, --algo, --proto, --sizes and --random-splits are not here).
+TRAIN_ANALYSIS = ("routing", "qps", "hash_seed", "hash_samples", "hash_field", "hash_polarized", "sharp", "channels",
+                  "cc", "link_efficiency", "switch_latency_ns", "step_latency_us", "nccl_constants", "fail",
+                  "fail_random", "seed")
+
+TRAIN_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
+    ("workload_file", "--workload", {"type": click.Path(dir_okay=False, path_type=Path), "metavar": "FILE",
+                                     "help": "YAML file of the workload (the fields below); flags override it."}),
+    ("model", "--model", {"metavar": "NAME", "help": "Model of the catalogue (topo train --list) [none: give the "
+                                                     "architecture]."}),
+    ("gpu", "--gpu", {"metavar": "NAME", "help": "GPU of the catalogue (topo train --list) [h100]."}),
+    ("params_b", "--params-b", {"type": click.FLOAT, "help": "The model's size in billions, checked against the "
+                                                               "architecture (within 10%)."}),
+    ("layers", "--layers", {"type": click.INT, "help": "Transformer layers."}),
+    ("hidden", "--hidden", {"type": click.INT, "help": "Hidden size."}),
+    ("heads", "--heads", {"type": click.INT, "help": "Attention heads."}),
+    ("kv_heads", "--kv-heads", {"type": click.INT, "help": "Key-value heads (grouped-query attention) [heads]."}),
+    ("ffn", "--ffn", {"type": click.INT, "help": "Feed-forward width [4 x hidden]."}),
+    ("mlp", "--mlp", {"type": click.Choice(["gelu", "swiglu"]), "help": "Feed-forward kind [gelu]."}),
+    ("seq_len", "--seq-len", {"type": click.INT, "help": "Sequence length in tokens [the model's]."}),
+    ("vocab", "--vocab", {"type": click.INT, "help": "Vocabulary size."}),
+    ("experts", "--experts", {"type": click.INT, "help": "Routed experts per MoE layer (a mixture of experts)."}),
+    ("top_k", "--top-k", {"type": click.INT, "help": "Experts each token goes to."}),
+    ("expert_ffn", "--expert-ffn", {"type": click.INT, "help": "Feed-forward width of one expert."}),
+    ("global_batch", "--global-batch", {"type": click.INT, "help": "Sequences per step [the recipe's, else 4 Mi "
+                                                                   "tokens]."}),
+    ("micro_batch", "--micro-batch", {"type": click.INT, "help": "Sequences per micro-batch [1]."}),
+    ("tp", "--tp", {"type": click.INT, "help": "Tensor-parallel size (inside the NVLink domain) [recipe's, 1]."}),
+    ("pp", "--pp", {"type": click.INT, "help": "Pipeline stages [recipe's, 1]."}),
+    ("cp", "--cp", {"type": click.INT, "help": "Context-parallel size [recipe's, 1]."}),
+    ("ep", "--ep", {"type": click.INT, "help": "Expert-parallel size (a mixture of experts) [recipe's, 1]."}),
+    ("vpp", "--vpp", {"type": click.INT, "help": "Interleaved (virtual) stages per pipeline rank [recipe's, 1]."}),
+    ("zero", "--zero", {"type": click.IntRange(0, 3), "help": "ZeRO stage: 0 none, 1 distributed optimizer, 2 and "
+                                                              "gradients, 3 and weights [1]."}),
+    ("recompute", "--recompute", {"type": click.Choice(["none", "selective", "full"]),
+                                  "help": "Activation recomputation [selective]."}),
+    ("precision", "--precision", {"type": click.Choice(["bf16", "fp8", "fp4"]),
+                                  "help": "Matrix-multiply precision [bf16]."}),
+    ("grad_precision", "--grad-precision", {"type": click.Choice(["bf16", "fp32"]),
+                                            "help": "Precision the gradients are kept and reduced in [bf16]."}),
+    ("overlap", "--overlap", {"metavar": "LIST", "help": "Communication overlapped with compute: some of dp, tp, "
+                                                         "pp, cp, ep, or none [dp,tp,pp,cp]."}),
+]
+
+
+def _train_workload(fields: dict[str, Any]):
+    from .workload import workload_from
+
+    values: dict[str, Any] = {}
+    path = fields.pop("workload_file")
+    if path is not None:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise AnalysisError([f"--workload {path}: cannot read it ({exc.strerror or exc})"]) from None
+        except yaml.YAMLError as exc:
+            raise AnalysisError([f"--workload {path}: not YAML ({str(exc).splitlines()[0]})"]) from None
+        if not isinstance(data, dict):
+            raise AnalysisError([f"--workload {path}: expected a mapping of workload fields"])
+        from .workload import WORKLOAD_KEYS
+
+        unknown = sorted(str(k) for k in data if k not in WORKLOAD_KEYS)
+        if unknown:
+            raise AnalysisError([f"--workload {path}: {key}: not a workload field; known: "
+                                 f"{', '.join(WORKLOAD_KEYS)}" for key in unknown])
+        values.update(data)
+    for key, _, _ in TRAIN_FLAGS:
+        if key == "workload_file":
+            continue
+        value = fields.pop(key)
+        if value is not None:
+            values[key] = value
+    return workload_from(values)
+
+
+def _gpu_counts(text: str) -> list[int]:
+    from .spec import _gpus
+
+    counts = []
+    for item in text.split(","):
+        try:
+            counts.append(_gpus(item.strip()))
+        except ValueError as exc:
+            raise AnalysisError([f"--scale {text}: {exc}"]) from None
+    if not 1 <= len(counts) <= 64:
+        raise AnalysisError([f"--scale {text}: give 1 to 64 GPU counts, comma-separated"])
+    return counts
+
+
+def train_options(func: Callable) -> Callable:
+    """The workload flags, and the analysis options that price its collectives."""
+    for field, flag, kwargs in reversed([f for f in ANALYSIS_FLAGS if f[0] in TRAIN_ANALYSIS]):
+        func = click.option(flag, field, **kwargs)(func)
+    for field, flag, kwargs in reversed(TRAIN_FLAGS):
+        func = click.option(flag, field, default=None, **kwargs)(func)
+    return func
+
+
+@main.command(name="train")
+@click.argument("design", required=False, type=click.Path(file_okay=False, path_type=Path))
+@spec_options(hide=BUILD_ONLY_FIELDS)
+@train_options
+@click.option("--scale", metavar="N1,N2,...", default=None,
+              help="The scaling curve: the same workload on the fabric spec at each GPU count.")
+@click.option("--weak", is_flag=True, help="With --scale: the global batch grows with the GPUs (weak scaling).")
+@click.option("--what-if", "what_if", is_flag=True,
+              help="The same workload with the other placement, 1:1 or 3:1, the other routing, a failed spine.")
+@click.option("--list", "list_catalog", is_flag=True, help="List the model and GPU catalogues and exit.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the result as JSON to this file (for topo report --train).")
+@click.option("--force", is_flag=True, help="Replace an existing --output file.")
+@format_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def train_command(design: Path | None, spec_file: Path | None, scale: str | None, weak: bool, what_if: bool,
+                  list_catalog: bool, output: Path | None, force: bool, fmt: str, quiet: bool,
+                  **fields: Any) -> None:
+    """A training step of a workload on the fabric: step time and its breakdown, throughput, MFU,
+    memory, and how close the cluster comes to linear speed-up.
+
+    The fabric is a DESIGN folder, -f SPEC, or the spec flags, as for 'topo analyze'. The workload
+    is --model from the catalogue (its recipe gives the parallelism and batch not given) or the
+    architecture flags, on --gpu, with data parallelism from the GPU count. Every collective of
+    every parallel group is priced on this fabric by the all-reduce model: routing, congestion and
+    the failures asked for (docs/train.md).
+
+    \b
+    Examples:
+      topo train --gpus 1024 --model llama3-70b
+      topo train --gpus 16k --model gpt3-175b --tp 8 --pp 8 --global-batch 4096 --format json
+      topo train --gpus 1024 --model llama3-8b --scale 128,256,512,1024 --what-if
+      topo train cluster-1024gpus --model deepseek-v3 --gpu h800 --precision fp8
+    """
+    from .workload import gpu_catalog, model_catalog
+
+    if list_catalog:
+        data = {"models": {n: m.to_dict() for n, m in model_catalog().items()},
+                "gpus": {n: g.to_dict() for n, g in gpu_catalog().items()}}
+        emit(data, fmt, lambda: _catalog_table(data))
+        return
+    from .outputs.train import curve, result, run, table, what_ifs
+
+    progress = Progress(quiet)
+    with user_errors():
+        analysis = {name: fields.pop(name) for name in TRAIN_ANALYSIS}
+        analysis["fail"] = tuple(analysis["fail"])
+        options = AnalysisOptions(**analysis)
+        options.check()
+        workload = _train_workload(fields)
+        if output is not None and output.exists() and not force:
+            raise AnalysisError([f"--output {output}: exists; give --force to replace it"])
+        counts = _gpu_counts(scale) if scale else None
+        if weak and not counts:
+            raise click.UsageError("--weak goes with --scale")
+        if design is not None:
+            if spec_file is not None:
+                raise click.UsageError("give a design folder or -f SPEC, not both")
+            spec_file = design / "spec.yaml"
+            if not spec_file.is_file():
+                raise AnalysisError([f"{design} is not a design folder written by topo build: no spec.yaml"])
+        spec = spec_from_cli(spec_file, fields, progress)
+        check_addressing(spec, plan_fabric(spec))
+        base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
+        server = resolve_server(spec, base_dir).node_model()
+        with progress.stage(f"building {spec.gpus:,} GPUs"):
+            fabric = build_fabric(spec)
+        with progress.stage(f"pricing a step of {workload.model.name}"):
+            step = run(spec, workload, options, server, fabric)
+        if not step.memory["fits"]:
+            m = step.memory
+            progress.say(f"warning: {m['total_GB']:,.1f} GB per GPU does not fit the {workload.gpu.name}'s "
+                         f"{m['hbm_GB']:,.0f} GB (usable {m['usable_GB']:,.1f}): more tp, pp or cp, --zero, "
+                         f"--recompute full or a smaller --micro-batch")
+        points = variants = None
+        if counts:
+            with progress.stage(f"scaling curve, {len(counts)} points"):
+                points = curve(spec, workload, options, counts, weak, server,
+                               progress.counter("points", len(counts)))
+        if what_if:
+            with progress.stage("what-ifs"):
+                variants = what_ifs(spec, workload, options, step, server, progress.counter("what-ifs", 4))
+        data = result(fabric, step, points, variants)
+        if output is not None:
+            _write_json(output, data)
+    emit(data, fmt, lambda: table(data))
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON whole or not at all: a temporary file beside it, then renamed over it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise AnalysisError([f"--output {path}: cannot write it ({exc.strerror or exc})"]) from None
+
+
+def _catalog_table(data: dict[str, Any]) -> str:
+    models = [[n, f"{m['params'] / 1e9:,.1f}", f"{m['active_params'] / 1e9:,.1f}", m["layers"], m["hidden"],
+               m["heads"], m["kv_heads"], m["seq_len"], m["experts"] or ""] for n, m in data["models"].items()]
+    gpus = [[n, g["tflops"].get("bf16", ""), g["tflops"].get("fp8", ""), g["tflops"].get("fp4", ""), g["hbm_gb"],
+             g["hbm_tbps"], g["nvlink_GBps"], g["nvlink_domain"]] for n, g in data["gpus"].items()]
+    return (format_table(["model", "params B", "active B", "layers", "hidden", "heads", "kv heads", "seq",
+                          "experts"], models) + "\n\n"
+            + format_table(["gpu", "bf16 TF", "fp8 TF", "fp4 TF", "HBM GB", "HBM TB/s", "NVLink GB/s", "domain"],
+                           gpus))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -141,7 +141,7 @@ def utilisation_svg(histograms: Sequence[tuple[str, Sequence[int]]], salt: str =
     return _svg(fig, salt)
 
 
-__all__ = ["busbw_svg", "prefix_ids", "utilisation_svg"]
+__all__ = ["breakdown_svg", "busbw_svg", "pareto_svg", "prefix_ids", "scaling_svg", "utilisation_svg"]
 
 
 def pareto_svg(rows: Sequence[dict[str, Any]], x: str, y: str, front: Sequence[int], x_label: str, y_label: str,
@@ -177,4 +177,57 @@ def pareto_svg(rows: Sequence[dict[str, Any]], x: str, y: str, front: Sequence[i
     ax.grid(True, color="#e0e0e0", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.legend(loc="lower right", frameon=False, fontsize=FONT_PT - 1)
+    return _svg(fig, salt)
+
+
+def scaling_svg(points: Sequence[dict[str, Any]], salt: str = "scaling") -> str:
+    """A training scaling curve (``topo train --scale``): the speed-up over the first point against
+    the GPUs, with linear speed-up dashed, each point labelled with its share of linear."""
+    fig, ax = _figure(salt)
+    ok = [p for p in points if "error" not in p]
+    gpus = [p["gpus"] for p in ok]
+    ax.plot(gpus, [g / gpus[0] for g in gpus], linestyle="--", color="#9a9a9a", linewidth=1.0, label="linear")
+    ax.plot(gpus, [p["speedup"] for p in ok], marker="o", color=DESIGN_COLOURS[0], linewidth=1.4,
+            label="predicted")
+    for p in ok:
+        ax.annotate(f"{100 * p['of_linear']:.0f}%", (p["gpus"], p["speedup"]), xytext=(4, -10),
+                    textcoords="offset points", fontsize=FONT_PT - 2, color=DESIGN_COLOURS[0])
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xticks(gpus, [f"{g:,}" for g in gpus], fontsize=FONT_PT - 2)
+    ax.minorticks_off()
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel(f"speed-up over {gpus[0]:,} GPUs")
+    ax.grid(True, color="#e0e0e0", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.legend(loc="upper left", frameon=False, fontsize=FONT_PT - 1)
+    return _svg(fig, salt)
+
+
+#: The parts of a training step, in the order of the stacked bars, and their colours.
+STEP_PARTS = (("compute_s", "compute", "#1f77b4"), ("recompute_s", "recompute", "#aec7e8"),
+              ("pipeline_bubble_s", "pipeline bubble", "#ff7f0e"), ("pipeline_send_s", "pipeline sends", "#ffbb78"),
+              ("tensor_parallel_s", "tensor parallel", "#2ca02c"), ("context_parallel_s", "context parallel", "#98df8a"),
+              ("expert_parallel_s", "expert all-to-all", "#9467bd"),
+              ("data_parallel_s", "data parallel", "#d62728"), ("optimizer_s", "optimizer", "#8c564b"))
+
+
+def breakdown_svg(points: Sequence[dict[str, Any]], salt: str = "breakdown") -> str:
+    """Where a training step's time goes at each GPU count: stacked bars of the breakdown's parts
+    as shares of the step."""
+    fig, ax = _figure(salt)
+    ok = [p for p in points if "error" not in p]
+    x = list(range(len(ok)))
+    bottom = [0.0] * len(ok)
+    for key, label, colour in STEP_PARTS:
+        share = [100 * p["breakdown"][key] / p["step_time_s"] for p in ok]
+        if not any(v > 0.05 for v in share):
+            continue
+        ax.bar(x, share, bottom=bottom, color=colour, label=label, width=0.7)
+        bottom = [b + v for b, v in zip(bottom, share, strict=True)]
+    ax.set_xticks(x, [f"{p['gpus']:,}" for p in ok], fontsize=FONT_PT - 2)
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("share of the step (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=FONT_PT - 2)
     return _svg(fig, salt)

@@ -758,12 +758,62 @@ def sweep_section(sweep: dict[str, Any], reviews: Sequence[Review]) -> dict[str,
     return {"id": "sweep", "title": "Sweep", "blocks": blocks}
 
 
+def train_section(train: dict[str, Any], reviews: Sequence[Review]) -> dict[str, Any]:
+    """The section of a design review on a training job (the JSON of ``topo train -o``, read): the
+    workload, the step and where its time goes, throughput, MFU and memory, the scaling curve and
+    its breakdown as plots when the result has one, and the what-ifs when it has them."""
+    from .plots import breakdown_svg, scaling_svg
+    from .train import PARTS
+
+    w, f, m = train["workload"], train["fabric"], train["model"]
+    reviewed = [r.fabric.spec for r in reviews]
+    same = any(spec.gpus == f["gpus"] and spec.nic_port_gbps == f["nic_gbps"] and spec.placement == f["placement"]
+               for spec in reviewed)
+    where = ("on this design's fabric" if same else
+             f"on a fabric of {f['gpus']:,} GPUs ({f['nics_per_node']} x {f['nic_gbps']}G, {f['placement']}, "
+             f"{f['oversubscription']}), not the one reviewed here")
+    blocks = [_text(f"`topo train`: {m['name']} ({m['params'] / 1e9:,.1f} B parameters) in {w['precision']} on "
+                    f"{train['gpus']:,} {train['gpu']} {where}; tp {w['tp']}, pp {w['pp']}, cp {w['cp']}, "
+                    f"ep {w['ep']}, dp {w['dp']}, global batch {w['global_batch']:,} x {w['seq_len']:,} tokens, "
+                    f"ZeRO {w['zero']}, recompute {w['recompute']}.")]
+    mem = train["memory"]
+    figures = [["step time (s)", _n(train["step_time_s"], 3)],
+               ["tokens/s per GPU", _n(train["tokens_per_s_per_gpu"], 1)],
+               ["model TFLOP/s per GPU", _n(train["model_tflops_per_gpu"], 1)],
+               ["MFU", f"{100 * train['mfu']:.1f}% of {train['peak_tflops']:,.0f} TFLOP/s"],
+               ["scaling efficiency (of linear from one replica)", f"{100 * train['scaling_efficiency']:.1f}%"],
+               ["memory per GPU (GB)", f"{mem['total_GB']:,.1f} of {mem['hbm_GB']:,.0f}"
+                + ("" if mem["fits"] else ": does not fit")]]
+    blocks.append(_table(["figure", "value"], figures, caption="the predicted step"))
+    step = train["step_time_s"]
+    parts = [[label, _n(train["breakdown"][key], 3), f"{100 * train['breakdown'][key] / step:.1f}%"]
+             for key, label in PARTS if train["breakdown"][key] > 0]
+    blocks.append(_table(["part", "seconds", "share"], parts, caption="where the step's time goes"))
+    points = [p for p in train.get("scaling", []) if "error" not in p]
+    if len(points) >= 2:
+        blocks.append(_figure("train-scaling", scaling_svg(points, salt="train-scaling"), "report/train-scaling.svg",
+                              "speed-up against the GPU count (dashed: linear), each point's share of linear"))
+        blocks.append(_figure("train-breakdown", breakdown_svg(points, salt="train-breakdown"),
+                              "report/train-breakdown.svg", "where the step's time goes at each GPU count"))
+        blocks.append(_table(["GPUs", "step (s)", "tokens/s/GPU", "MFU", "of linear"],
+                             [[_n(p["gpus"]), _n(p["step_time_s"], 3), _n(p["tokens_per_s_per_gpu"], 1),
+                               f"{100 * p['mfu']:.1f}%", f"{100 * p['of_linear']:.1f}%"] for p in points],
+                             caption="the scaling curve"))
+    if train.get("what_if"):
+        rows = [[r["what_if"], _n(r.get("step_time_s"), 3),
+                 f"{r['change_pct']:+.1f}%" if "change_pct" in r else r.get("error", "")]
+                for r in train["what_if"]]
+        blocks.append(_table(["the same workload with", "step (s)", "change"], rows, caption="what-ifs"))
+    return {"id": "training", "title": "Training", "blocks": blocks}
+
+
 def report_files(reviews: Sequence[Review], user_dirs: Iterable[str | Path] = (), in_build: bool = True,
-                 sweep: dict[str, Any] | None = None) -> dict[str, str]:
+                 sweep: dict[str, Any] | None = None, train: dict[str, Any] | None = None) -> dict[str, str]:
     """The report's files by relative path: ``report.html`` (self-contained), ``report.md`` and
     the SVG files the Markdown shows (``report/``). In a build folder the fabric diagram is the
     folder's ``graph/fabric.svg``; elsewhere it is written beside the plots. With ``sweep`` (a
-    ``sweep.json`` read) a last section shows the sweep's Pareto fronts."""
+    ``sweep.json`` read) a section shows the sweep's Pareto fronts; with ``train`` (the JSON of
+    ``topo train -o``) a last section shows the training step and its scaling curve."""
     reviews = list(reviews)
     if not reviews:
         raise ValueError("a report needs at least one design")
@@ -777,6 +827,8 @@ def report_files(reviews: Sequence[Review], user_dirs: Iterable[str | Path] = ()
     context = report_context(reviews, paths, {"busbw": "report/busbw.svg", "links": "report/links.svg"})
     if sweep is not None:
         context["sections"].append(sweep_section(sweep, reviews))
+    if train is not None:
+        context["sections"].append(train_section(train, reviews))
     env = template_environment(user_dirs)
     env.filters["md"] = markdown_cell
     env.filters["html"] = html_text

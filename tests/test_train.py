@@ -1,0 +1,315 @@
+"""``topo train``: the FLOP and parameter counts, the rank layout on the fabric, the structure of the
+step model (the bubble formula, efficiency never above linear, monotone in bandwidth and in
+oversubscription), the memory check, every catalogue model on the command line, the scaling curve
+and what-ifs, and bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from topo import build_fabric, load_spec
+from topo.analysis.analyze import AnalysisOptions
+from topo.analysis.training import domain_size, groups_of, train_step
+from topo.cli import main
+from topo.workload import Model, Workload, gpu_catalog, model_catalog, resolve_gpu, workload_from
+
+
+def train(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["train", *args], prog_name="topo")
+    return result.exit_code, result.stdout, result.stderr
+
+
+def step_of(spec: dict, **workload) -> "Step":  # noqa: F821
+    return train_step(build_fabric(load_spec(spec)), workload_from(workload))
+
+
+# --- counts --------------------------------------------------------------------------------------
+
+def test_gpt3_flops_are_narayanans_formula():
+    m = model_catalog()["gpt3-175b"]
+    s, h, l, V = m.seq_len, m.hidden, m.layers, m.vocab
+    per_token = 72 * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
+    assert m.flops_per_token(s)["total"] == pytest.approx(per_token, rel=1e-12)
+    # full recomputation adds a forward pass of the layers, not of the output layer: SC21's 96 (...)
+    w = workload_from({"model": "gpt3-175b", "recompute": "full", "tp": 8, "pp": 8, "vpp": 1, "global_batch": 64})
+    step = train_step(build_fabric(load_spec({"gpus": 64})), w)
+    hardware = 96 * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)) * 64 * s
+    assert step.hardware_flops == pytest.approx(hardware, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(model_catalog()))
+def test_catalogue_parameter_counts_match_the_published_sizes(name):
+    m = model_catalog()[name]
+    assert m.params()["total"] / 1e9 == pytest.approx(m.params_b, rel=0.02)
+
+
+def test_moe_counts_active_parameters_and_flops_of_top_k_experts():
+    m = model_catalog()["deepseek-v3"]
+    assert 36e9 < m.active_params() < 40e9  # published: 37 B of 671 B
+    dense = replace(m, experts=0, top_k=0, expert_ffn=0, shared_experts=0, dense_layers=0)
+    assert m.flops_per_token(4096)["matmul"] != dense.flops_per_token(4096)["matmul"]
+    # 6N plus attention: the matrix FLOPs are 6 x the active weights the layers multiply
+    embed = m.vocab * m.hidden * 2
+    norms = m.layers * 2 * m.hidden
+    assert m.flops_per_token(4096)["matmul"] == pytest.approx(6 * (m.active_params() - embed - norms), rel=1e-9)
+
+
+def test_every_catalogue_gpu_has_a_source_and_dense_peaks():
+    for gpu in gpu_catalog().values():
+        assert gpu.source and gpu.tflops["bf16"] > 0 and set(gpu.efficiency) == set(gpu.tflops)
+        assert all(0 < e < 1 for e in gpu.efficiency.values())
+        if "fp8" in gpu.tflops:  # dense FP8 is twice dense BF16 on Hopper and Blackwell
+            assert gpu.tflops["fp8"] == pytest.approx(2 * gpu.tflops["bf16"], rel=0.01)
+    names = set(gpu_catalog())
+    assert {"a100-80g", "h100", "h200", "h800", "b200", "gb200", "gb300"} <= names
+
+
+# --- the layout of the ranks -----------------------------------------------------------------------
+
+def test_groups_follow_megatrons_order_on_the_servers():
+    w = workload_from({"model": "gpt3-175b", "tp": 8, "pp": 4, "vpp": 1, "global_batch": 512})
+    gpus = 1024
+    tp = groups_of(w, gpus, "tp")
+    assert (tp // 8 == tp[:, :1] // 8).all()  # a tensor-parallel group is one server
+    dp = groups_of(w, gpus, "dp")
+    assert dp.shape == (32, 32) and (dp % 8 == dp[:, :1] % 8).all()  # same-rank GPUs: one rail
+    pp = groups_of(w, gpus, "pp")
+    assert (np.diff(pp, axis=1) == gpus // 4).all()  # stage s is the s-th quarter of the servers
+    for kind in ("tp", "dp", "pp"):  # every rank in exactly one group of each kind
+        assert sorted(groups_of(w, gpus, kind).ravel().tolist()) == list(range(gpus))
+
+
+def test_expert_groups_come_from_the_data_parallel_ranks():
+    w = workload_from({"model": "deepseek-v3", "gpu": "h100", "pp": 4, "ep": 8, "global_batch": 512})
+    ep, edp = groups_of(w, 256, "ep"), groups_of(w, 256, "edp")
+    assert ep.shape == (32, 8) and edp.shape == (32, 8)
+    assert (np.diff(ep, axis=1) == 1).all()  # tp 1: consecutive ranks
+    assert sorted(ep.ravel().tolist()) == sorted(edp.ravel().tolist()) == list(range(256))
+
+
+def test_nvl72_domains_keep_groups_on_nvlink():
+    assert domain_size(256, 4, 72) == 64 and domain_size(288, 4, 72) == 72 and domain_size(64, 4, 8, False) == 4
+    spec = {"gpus": 256, "gpus_per_node": 4, "nics_per_node": 4}
+    step = step_of(spec, model="llama3-70b", gpu="gb200", tp=4, pp=4, cp=1, vpp=1, global_batch=256)
+    kinds = {c.kind: c for c in step.collectives}
+    # a data-parallel group (16 ranks 4 apart) stays in one 64-GPU domain; the pipeline spans four
+    assert kinds["tp"].domains == 1 and kinds["dp"].domains == 1 and kinds["pp"].domains == 4
+    assert step.domain_gpus == 64
+    # the same job on 4-GPU servers of an 8-GPU NVLink domain puts the pipeline on the network
+    on_h100 = step_of(spec, model="llama3-70b", gpu="h100", tp=4, pp=4, cp=1, vpp=1, global_batch=256)
+    assert {c.kind: c for c in on_h100.collectives}["pp"].domains == 4
+    assert on_h100.domain_gpus == 4
+
+
+# --- the structure of the step ---------------------------------------------------------------------
+
+def test_the_bubble_is_pp_minus_1_over_vpp_micro_batches():
+    for vpp in (1, 2, 4):
+        step = step_of({"gpus": 256}, model="llama3-8b", tp=1, pp=8, cp=1, vpp=vpp, global_batch=256,
+                       overlap="dp,tp,pp,cp")
+        b = step.breakdown
+        mbs = step.workload.microbatches(256)
+        per_mb = (b["compute_s"] + b["recompute_s"] + b["tensor_parallel_s"] + b["context_parallel_s"]
+                  + b["expert_parallel_s"]) / mbs
+        assert b["pipeline_bubble_s"] == pytest.approx(7 / vpp * per_mb, rel=1e-9)
+        parts = sum(b.values())
+        assert parts == pytest.approx(step.step_time_s, rel=1e-12)
+
+
+def test_scaling_efficiency_never_passes_linear():
+    code, out, err = train("--gpus", "64", "--model", "llama3-8b", "--cp", "1", "--global-batch", "512",
+                           "--scale", "8,16,32,64,128,256,512", "--format", "json", "-q")
+    assert code == 0, err
+    data = json.loads(out)
+    points = [p for p in data["scaling"] if "error" not in p]
+    assert len(points) == 7
+    assert all(0 < p["scaling_efficiency"] <= 1 and p["of_linear"] <= 1 + 1e-9 for p in points)
+    # at a fixed batch, more data parallelism costs more: efficiency falls with the GPU count
+    effs = [p["scaling_efficiency"] for p in points]
+    assert effs == sorted(effs, reverse=True) and effs[-1] < effs[0]
+    code, out, _ = train("--gpus", "64", "--model", "llama3-8b", "--cp", "1", "--global-batch", "512",
+                         "--scale", "16,64,256", "--weak", "--format", "json", "-q")
+    weak = json.loads(out)["scaling"]
+    assert [p["global_batch"] for p in weak] == [128, 512, 2048]
+    assert all(p["scaling_efficiency"] <= 1 for p in weak)
+
+
+@pytest.mark.parametrize("zero", [0, 3])
+def test_step_time_never_grows_with_nic_bandwidth(zero):
+    times = []
+    for gbps in (100, 200, 400, 800):
+        step = step_of({"gpus": 256, "nic_gbps": gbps, "switch": "eth-51t-64x800"}, model="llama3-8b", tp=1, pp=1, cp=1, zero=zero,
+                       global_batch=256, overlap="none")
+        times.append(step.step_time_s)
+    assert times == sorted(times, reverse=True) and times[0] > times[-1]
+
+
+def test_oversubscription_and_failures_never_speed_a_step_up():
+    w = {"model": "deepseek-v3", "gpu": "h100", "pp": 1, "ep": 64, "global_batch": 512, "recompute": "full",
+         "overlap": "dp"}
+    base = step_of({"gpus": 512, "placement": "rack"}, **w).step_time_s
+    assert step_of({"gpus": 512, "placement": "rack", "oversubscription": 3}, **w).step_time_s > base
+    fabric = build_fabric(load_spec({"gpus": 512, "placement": "rack"}))
+    failed = train_step(fabric, workload_from(w), AnalysisOptions(fail=(fabric.names[fabric.first(2)],)))
+    assert failed.step_time_s >= base
+
+
+def test_an_overlapped_collective_is_never_slower():
+    for kind in ("dp", "tp", "pp"):
+        w = {"model": "llama3-70b", "tp": 4, "pp": 4, "cp": 1, "vpp": 1, "global_batch": 256}
+        hidden = step_of({"gpus": 256}, **w, overlap="dp,tp,pp").step_time_s
+        shown = step_of({"gpus": 256}, **w, overlap=",".join(k for k in ("dp", "tp", "pp") if k != kind))
+        assert shown.step_time_s >= hidden
+
+
+def test_zero3_exposes_more_communication_as_compute_per_gpu_shrinks():
+    w = {"model": "llama3-8b", "tp": 1, "pp": 1, "cp": 1, "zero": 3, "global_batch": 128, "micro_batch": 1}
+    share = []
+    for gpus in (16, 64, 128):
+        step = step_of({"gpus": gpus}, **w)
+        share.append(step.breakdown["data_parallel_s"] / step.step_time_s)
+    assert share == sorted(share) and share[-1] > share[0]
+
+
+# --- memory ----------------------------------------------------------------------------------------
+
+def test_memory_falls_with_each_zero_stage_and_with_recomputation():
+    totals = []
+    for zero in (0, 1, 2, 3):
+        w = workload_from({"model": "llama3-8b", "tp": 1, "pp": 1, "cp": 1, "zero": zero, "global_batch": 64})
+        totals.append(w.memory(64)["weights_and_optimizer_GB"])
+    assert totals == sorted(totals, reverse=True) and len(set(totals)) == 4
+    acts = [workload_from({"model": "llama3-8b", "recompute": r, "global_batch": 64}).memory(64)["activations_GB"]
+            for r in ("selective", "full")]
+    assert acts[1] < acts[0] / 5
+
+
+def test_a_job_that_does_not_fit_says_so():
+    code, out, err = train("--gpus", "64", "--model", "llama3-405b", "--tp", "8", "--pp", "8", "--cp", "1",
+                           "--global-batch", "64", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["memory"]["fits"] is False and data["memory"]["total_GB"] > 80
+    assert "does not fit the h100's 80 GB" in err
+
+
+# --- the command line ------------------------------------------------------------------------------
+
+CATALOGUE_RUNS = {  # the recipe of each model on a fabric it fits
+    "gpt3-175b": ["--gpus", "256"],
+    "llama3-8b": ["--gpus", "64"],
+    "llama3-70b": ["--gpus", "256", "--global-batch", "512"],
+    "llama3-405b": ["--gpus", "1024"],
+    "gpt-1t": ["--gpus", "1024"],
+    "deepseek-v3": ["--gpus", "1024"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(model_catalog()))
+def test_every_catalogue_model_trains(name):
+    code, out, err = train(*CATALOGUE_RUNS[name], "--model", name, "--format", "json", "-q")
+    assert code == 0, err
+    data = json.loads(out)
+    for key in ("step_time_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "breakdown"):
+        assert key in data
+    assert data["memory"]["fits"], data["memory"]
+    assert 0.1 < data["mfu"] < 0.65 and 0 < data["scaling_efficiency"] <= 1
+    assert sum(data["breakdown"].values()) == pytest.approx(data["step_time_s"], rel=1e-4)
+
+
+def test_the_table_names_the_breakdown_and_the_figures():
+    code, out, err = train("--gpus", "256", "--model", "gpt3-175b")
+    assert code == 0, err
+    for text in ("step time", "pipeline bubble", "tensor parallel", "tokens/s per GPU", "MFU", "scaling efficiency",
+                 "memory per GPU", "collectives"):
+        assert text in out
+    assert "topo: pricing a step of gpt3-175b" in err
+
+
+def test_same_input_same_output(tmp_path):
+    args = ["--gpus", "256", "--model", "llama3-70b", "--global-batch", "512", "--what-if", "--scale", "128,256"]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert train(*args, "-o", str(a), "-q")[0] == 0
+    assert train(*args, "-o", str(b), "-q")[0] == 0
+    assert a.read_bytes() == b.read_bytes()
+    code, _, err = train(*args, "-o", str(a), "-q")
+    assert code == 1 and "exists; give --force" in err
+
+
+def test_what_ifs_name_each_variant():
+    code, out, err = train("--gpus", "512", "--model", "deepseek-v3", "--gpu", "h100", "--pp", "1", "--ep", "64",
+                           "--global-batch", "512", "--what-if", "--format", "json", "-q")
+    assert code == 0, err
+    rows = {r["what_if"].split()[0]: r for r in json.loads(out)["what_if"]}
+    assert set(rows) == {"placement", "oversubscription", "routing", "fail"}
+    # rack placement puts the all-to-all's same-rank traffic on the spines
+    assert rows["placement"]["change_pct"] > 0
+
+
+def test_a_workload_file_and_flags(tmp_path):
+    f = tmp_path / "job.yaml"
+    f.write_text("model: llama3-8b\ntp: 2\ncp: 1\nglobal_batch: 256\nprecision: fp8\n")
+    code, out, err = train("--gpus", "64", "--workload", str(f), "--tp", "1", "--format", "json", "-q")
+    assert code == 0, err
+    w = json.loads(out)["workload"]
+    assert (w["tp"], w["cp"], w["global_batch"], w["precision"]) == (1, 1, 256, "fp8")
+    f.write_text("model: llama3-8b\ntensor_parallel: 2\n")
+    code, _, err = train("--gpus", "64", "--workload", str(f))
+    assert code == 1 and "tensor_parallel: not a workload field" in err
+
+
+def test_an_explicit_architecture():
+    code, out, err = train("--gpus", "64", "--layers", "32", "--hidden", "4096", "--heads", "32", "--seq-len",
+                           "4096", "--vocab", "32000", "--params-b", "6.7", "--global-batch", "256", "--format",
+                           "json", "-q")
+    assert code == 0, err
+    assert json.loads(out)["model"]["params"] == pytest.approx(6.74e9, rel=0.01)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "llama3-8b", "--tp", "3"], "--tp 3: the model's 32 attention heads are not a multiple of it"),
+    (["--model", "llama3-8b", "--tp", "16"], "--tp 16: tensor parallelism must stay in the NVLink domain of 8"),
+    (["--model", "llama3-8b", "--pp", "3"], "--tp 1 x --cp 2 x --pp 3 = 6 GPUs per model replica: 64 GPUs"),
+    (["--model", "llama3-8b", "--global-batch", "100"], "--global-batch 100: not a multiple of data-parallel 32"),
+    (["--model", "llama3-8b", "--gpu", "a100-80g", "--precision", "fp8"], "the a100-80g has no fp8 tensor cores"),
+    (["--model", "llama3-8b", "--zero", "3", "--pp", "2"], "--zero 3 with --pp 2"),
+    (["--model", "llama3-8b", "--ep", "2"], "--ep 2: llama3-8b is a dense model"),
+    (["--model", "llama-8b"], "--model llama-8b: unknown model (did you mean"),
+    (["--model", "llama3-8b", "--gpu", "h1000"], "--gpu h1000: unknown GPU (did you mean"),
+    (["--layers", "32"], "missing --hidden, --heads, --seq-len, --vocab"),
+    (["--model", "llama3-8b", "--overlap", "dp,xx"], "--overlap xx: expected some of"),
+    (["--model", "llama3-8b", "--scale", "64,abc"], "--scale 64,abc:"),
+    (["--model", "llama3-8b", "--params-b", "70"], "--params-b 70: the architecture has 8.0 B parameters"),
+])
+def test_bad_input_is_one_line(args, message):
+    code, out, err = train("--gpus", "64", *args)
+    assert code == 1, (out, err)
+    assert message in err and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("Error:")][0].count("Error:") == 1
+
+
+def test_list_shows_both_catalogues():
+    code, out, _ = train("--list")
+    assert code == 0 and "deepseek-v3" in out and "gb300" in out
+
+
+def test_a_design_folder(tmp_path):
+    folder = tmp_path / "d"
+    result = CliRunner().invoke(main, ["build", "--gpus", "64", "-o", str(folder), "--no-configs", "-q"])
+    assert result.exit_code == 0, result.stderr
+    code, out, err = train(str(folder), "--model", "llama3-8b", "--format", "json", "-q")
+    assert code == 0, err
+    assert json.loads(out)["fabric"]["gpus"] == 64
+
+
+def test_a_workload_object_can_be_built_directly():
+    m = Model(name="tiny", layers=4, hidden=256, heads=4, vocab=1000, seq_len=128)
+    w = Workload(model=m, gpu=resolve_gpu("h100"), global_batch=64)
+    step = train_step(build_fabric(load_spec({"gpus": 16})), w)
+    assert math.isfinite(step.step_time_s) and step.step_time_s > 0
