@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from topo import build_fabric, load_spec  # noqa: E402
 from topo.analysis.analyze import AnalysisOptions  # noqa: E402
-from topo.analysis.training import Step, train_step  # noqa: E402
+from topo.outputs.training import Step, train_step  # noqa: E402
 from topo.workload import Model, Workload, resolve_gpu  # noqa: E402
 
 DEFAULT_CSV = ROOT.parent / "shared" / "reference" / "training-calibration.csv"

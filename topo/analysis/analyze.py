@@ -317,7 +317,7 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     if routing == "auto":
         routing = "ecmp" if is_ethernet(fabric) else "dmodk"
     efficiency = options.link_efficiency
-    pcie_gbps = _pcie_gbps(node)
+    pcie_gbps = usable_pcie_gbps(node)
     nic_usable = min(spec.nic_port_gbps * efficiency, pcie_gbps)
     layout = channel_layout(node, n, nic_usable, live_nics, options.channels, fabric.plan.planes)
     sharp = options.sharp
@@ -433,7 +433,8 @@ def _median_index(values: np.ndarray) -> int:
     return int(np.argsort(values, kind="stable")[(values.size - 1) // 2])
 
 
-def _pcie_gbps(node: NodeModel) -> float:
+def usable_pcie_gbps(node: NodeModel) -> float:
+    """Gb/s a NIC's traffic can take over its GPU-NIC PCIe path, each way."""
     return min(node.gpu_pcie_GBps, node.nic_pcie_GBps) * PCIE_EFFICIENCY * 8
 
 
@@ -604,7 +605,7 @@ def _result(fabric, options, faults, order, node, layout, routing, patterns, row
         connection_gbps = np.zeros(0)
     else:
         conns, routes = primary.conns, primary.routes
-        capacity = _capacity(routes, fabric, _pcie_gbps(node), options.link_efficiency)
+        capacity = _capacity(routes, fabric, usable_pcie_gbps(node), options.link_efficiency)
         rates = solve_rates(routes.resources, capacity, routes.reachable, options.cc, 1.0)
         sub_rate = np.where(routes.reachable, rates.rate_gbps, 0.0).reshape(-1, q)
         connection_gbps = q * sub_rate.min(axis=1)

@@ -1,6 +1,6 @@
 """``topo train``: a workload's step on a fabric, its scaling curve and the fabric what-ifs.
 
-The step model is :func:`topo.analysis.training.train_step`; this module runs it on the fabric of
+The step model is :func:`topo.outputs.training.train_step`; this module runs it on the fabric of
 a spec, on the same spec at other GPU counts (the scaling curve), and on the variants of the
 fabric that a design review asks about (rail or rack placement, 1:1 or 3:1, ECMP or adaptive
 routing, a failed spine), and prints or returns the results (docs/train.md).
@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..analysis.analyze import AnalysisOptions
-from ..analysis.training import Step, train_step
+from .training import Step, train_step
 from ..errors import TopoError
 from ..fabric import Fabric, build_fabric, is_ethernet
 from ..servers import NodeModel

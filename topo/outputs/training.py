@@ -19,16 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.analyze import AnalysisOptions, allreduce, base_of, node_model_of, sample_pattern, usable_pcie_gbps
+from ..analysis.collective import Connections, nvlink_usable
+from ..analysis.faults import Faults, apply_faults
+from ..analysis.routing import port_tables
+from ..analysis.tuner import DEFAULT_CONSTANTS, RING, SIMPLE, load_constants
+from ..analysis.updown import updown
 from ..errors import AnalysisError
 from ..fabric import Fabric, is_ethernet
 from ..servers import NodeModel, pcie_mbps
 from ..workload import BF16, GRAD_BYTES, Workload
-from .analyze import AnalysisOptions, allreduce, base_of, node_model_of, sample_pattern, _pcie_gbps
-from .collective import Connections, nvlink_usable
-from .faults import Faults, apply_faults
-from .routing import port_tables
-from .tuner import DEFAULT_CONSTANTS, RING, SIMPLE, load_constants
-from .updown import updown
 
 #: Fraction of the bf16 dense peak that flash attention reaches over forward and backward
 #: (FlashAttention-2: 50-73% forward, 35-63% backward on A100; FlashAttention-3 on H100 alike).
@@ -289,7 +289,7 @@ class Pricer:
             return math.inf
         conns = Connections(src.astype(np.int64), dst.astype(np.int64), np.zeros(src.size, dtype=np.int64),
                             "ring", 0, 0, 1)
-        pcie = _pcie_gbps(self.node)
+        pcie = usable_pcie_gbps(self.node)
         base = base_of(self.fabric, self.options, self.faults, self.ud, self.tables, self.routing, conns, pcie)
         pattern = sample_pattern(base, self.options, self.routing, True)
         rate = float(np.median(pattern.slowest_gbps))
