@@ -20,7 +20,6 @@ benchmark, not a test: tests/test_train.py checks the table is current and every
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,9 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from calibration import read_rows  # noqa: E402,F401  (the same reader as the all-reduce table's)
 from topo import build_fabric, load_spec  # noqa: E402
 from topo.analysis.analyze import AnalysisOptions  # noqa: E402
 from topo.outputs.training import Step, train_step  # noqa: E402
@@ -121,11 +122,6 @@ def measured(row: dict[str, str], setup: Setup) -> float:
     if setup.metric == "tokens_per_s_per_gpu" and "tokens/s/GPU" in row["notes"]:
         value = float(row["notes"].split(" tokens/s/GPU")[0].replace(",", "").split()[-1])
     return value
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
 
 
 def table(rows: list[dict[str, str]], progress: Callable[[str], None]) -> tuple[str, list[float]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -313,3 +314,115 @@ def test_a_workload_object_can_be_built_directly():
     w = Workload(model=m, gpu=resolve_gpu("h100"), global_batch=64)
     step = train_step(build_fabric(load_spec({"gpus": 16})), w)
     assert math.isfinite(step.step_time_s) and step.step_time_s > 0
+
+
+# --- review findings: layouts, NICs, rings, and input ----------------------------------------------
+
+def test_groups_that_split_unevenly_over_servers_are_refused_in_one_line():
+    code, _, err = train("--gpus", "40", "--model", "llama3-8b", "--pp", "4", "--cp", "1", "--global-batch", "40")
+    assert code == 1 and "Traceback" not in err
+    assert "data-parallel groups of 10 ranks split unevenly over servers of 8 GPUs (one has 8, 2 in its 2)" in err
+
+
+def test_servers_with_two_nics_a_gpu_use_both():
+    four = step_of({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 4}, model="llama3-8b", cp=1, global_batch=64)
+    eight = step_of({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 8}, model="llama3-8b", cp=1, global_batch=64)
+    dp4, dp8 = ({c.kind: c for c in s.collectives}["dp"] for s in (four, eight))
+    assert dp8.busbw_GBps > 1.2 * dp4.busbw_GBps
+
+
+def test_a_context_parallel_ring_sends_one_way():
+    rates = []
+    for cp in (2, 4):
+        step = step_of({"gpus": 32}, model="llama3-70b", tp=8, pp=1, vpp=1, cp=cp, global_batch=64, overlap="none")
+        rates.append({c.kind: c for c in step.collectives}["cp"].busbw_GBps)
+    assert rates[0] == rates[1] == pytest.approx(47.0)  # one 400G NIC's usable rate, both cases
+
+
+def test_cross_rail_sends_take_the_destinations_rail():
+    # a context-parallel ring of 16 over two rail-only servers: GPU 7 -> GPU 8 changes rail, which
+    # NCCL's PXN crosses on NVLink, so the ring has a route on a fabric without spines
+    code, out, err = train("--gpus", "16", "--rail-only", "--model", "llama3-8b", "--cp", "16", "--global-batch", "16",
+                           "--format", "json", "-q")
+    assert code == 0, err
+    assert {c["kind"]: c for c in json.loads(out)["collectives"]}["cp"]["busbw_GBps"] == pytest.approx(47.0)
+
+
+def test_one_replica_is_linear():
+    step = step_of({"gpus": 32}, model="llama3-70b", tp=8, cp=4, pp=1, vpp=1, global_batch=64, overlap="none")
+    assert step.workload.dp(32) == 1 and step.scaling_efficiency == pytest.approx(1.0)
+
+
+def test_no_more_micro_batches_in_flight_than_a_step_has():
+    w = workload_from({"model": "llama3-8b", "tp": 1, "cp": 1, "pp": 4, "vpp": 2, "global_batch": 64})
+    assert w.microbatches(64) == 4 and w.memory(64)["in_flight_microbatches"] == 4
+
+
+def test_a_failed_server_is_refused_naming_the_flag():
+    code, _, err = train("--gpus", "64", "--model", "llama3-8b", "--cp", "1", "--pp", "2", "--fail", "cluster-node0000")
+    assert code == 1 and "--fail cluster-node0000: takes the link of NIC 0 of cluster-node0000" in err
+
+
+def test_every_problem_at_once_and_file_fields_name_the_file(tmp_path):
+    code, _, err = train("--gpus", "64", "--model", "llama3-8b", "--tp", "0", "--pp", "0", "--qps", "0")
+    assert code == 1
+    assert {"--tp 0: must be at least 1", "--pp 0: must be at least 1"} <= {
+        line.removeprefix("Error: ") for line in err.splitlines()}
+    assert "--qps 0" in err
+    f = tmp_path / "wl.yaml"
+    f.write_text('model: llama3-8b\ntp: "8"\nzero: -1\n')
+    code, _, err = train("--gpus", "64", "--workload", str(f))
+    assert code == 1
+    assert f"--workload {f}: tp: expected a whole number, got '8'" in err
+    assert f"--workload {f}: zero -1: must be at least 0" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--layers", "2", "--hidden", "4096", "--heads", "48", "--seq-len", "2048", "--vocab", "32000"],
+     "--hidden 4096: not a multiple of --heads 48"),
+    (["--model", "llama3-8b", "--params-b", "nan"], "--params-b nan: expected a positive number of billions"),
+    (["--model", "llama3-8b", "--overlap", ""], "--overlap: give some of dp, tp, pp, cp, ep"),
+    (["--model", "llama3-8b", "--scale", ""], "--scale : "),
+    (["--model", "llama3-70b", "--tp", "8", "--kv-heads", "4", "--heads", "64"],
+     "--tp 8: the model's 4 key-value heads are not a multiple of it"),
+])
+def test_more_bad_input(args, message):
+    code, _, err = train("--gpus", "64", *args)
+    assert code == 1 and message in err and "Traceback" not in err
+
+
+def test_the_memory_warning_shows_with_quiet():
+    code, _, err = train("--gpus", "64", "--model", "llama3-405b", "--tp", "8", "--pp", "8", "--cp", "1",
+                         "--global-batch", "64", "-q")
+    assert code == 0 and "does not fit the h100's 80 GB" in err
+
+
+def test_an_edited_design_folder_is_refused(tmp_path):
+    folder = tmp_path / "d"
+    assert CliRunner().invoke(main, ["build", "--gpus", "64", "-o", str(folder), "--no-configs", "-q"]).exit_code == 0
+    spec = folder / "spec.yaml"
+    spec.write_text(re.sub(r"^oversubscription: .*$", "oversubscription: '3'", spec.read_text(), flags=re.M))
+    code, _, err = train(str(folder), "--model", "llama3-8b")
+    assert code == 1 and "rebuild it" in err
+
+
+def test_the_report_takes_a_result_and_refuses_anything_else(tmp_path):
+    result = tmp_path / "t.json"
+    assert train("--gpus", "64", "--model", "llama3-8b", "--scale", "32,64", "-o", str(result), "-q")[0] == 0
+    spec = tmp_path / "s.yaml"
+    spec.write_text("gpus: 64\n")
+    other = tmp_path / "o.yaml"
+    other.write_text("gpus: 64\noversubscription: 3\n")
+    for design, says in ((spec, "on this design's fabric"), (other, "not the one reviewed here")):
+        out = tmp_path / f"r-{design.stem}"
+        r = CliRunner().invoke(main, ["report", str(design), "--train", str(result), "-o", str(out), "-q"])
+        assert r.exit_code == 0, r.stderr
+        md = (out / "report.md").read_text()
+        assert "## Training" in md and says in md
+        assert (out / "report" / "train-scaling.svg").is_file()
+    bad = tmp_path / "bad.json"
+    data = json.loads(result.read_text())
+    del data["breakdown"]["optimizer_s"]
+    bad.write_text(json.dumps(data))
+    r = CliRunner().invoke(main, ["report", str(spec), "--train", str(bad), "-o", str(tmp_path / "r3"), "-q"])
+    assert r.exit_code == 1 and "no breakdown.optimizer_s" in r.stderr and not (tmp_path / "r3").exists()

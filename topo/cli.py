@@ -960,10 +960,12 @@ def read_train_json(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise AnalysisError([f"--train {path}: not a result written by topo train -o ({' '.join(str(exc).split())})"]) from None
-    need = {"workload", "fabric", "model", "step_time_s", "breakdown", "memory"}
-    if not isinstance(data, dict) or not need <= set(data):
-        raise AnalysisError([f"--train {path}: not a result written by topo train -o (it has no "
-                             f"{', '.join(sorted(need - set(data if isinstance(data, dict) else {})))})"])
+    from .outputs.train import result_problems
+
+    problems = result_problems(data)
+    if problems:
+        raise AnalysisError([f"--train {path}: not a result written by topo train -o ({problems[0]}"
+                             + (f", and {len(problems) - 1} more" if len(problems) > 1 else "") + ")"])
     return data
 
 
@@ -1401,6 +1403,7 @@ TRAIN_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("hidden", "--hidden", {"type": click.INT, "help": "Hidden size."}),
     ("heads", "--heads", {"type": click.INT, "help": "Attention heads."}),
     ("kv_heads", "--kv-heads", {"type": click.INT, "help": "Key-value heads (grouped-query attention) [heads]."}),
+    ("head_dim", "--head-dim", {"type": click.INT, "help": "Width of one attention head [hidden / heads]."}),
     ("ffn", "--ffn", {"type": click.INT, "help": "Feed-forward width [4 x hidden]."}),
     ("mlp", "--mlp", {"type": click.Choice(["gelu", "swiglu"]), "help": "Feed-forward kind [gelu]."}),
     ("seq_len", "--seq-len", {"type": click.INT, "help": "Sequence length in tokens [the model's]."}),
@@ -1434,6 +1437,7 @@ def _train_workload(fields: dict[str, Any]):
 
     values: dict[str, Any] = {}
     path = fields.pop("workload_file")
+    origin: dict[str, str]
     if path is not None:
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -1450,13 +1454,17 @@ def _train_workload(fields: dict[str, Any]):
             raise AnalysisError([f"--workload {path}: {key}: not a workload field; known: "
                                  f"{', '.join(WORKLOAD_KEYS)}" for key in unknown])
         values.update(data)
+        origin = {key: f"--workload {path}: " for key in data}
+    else:
+        origin = {}
     for key, _, _ in TRAIN_FLAGS:
         if key == "workload_file":
             continue
         value = fields.pop(key)
         if value is not None:
             values[key] = value
-    return workload_from(values)
+            origin.pop(key, None)
+    return workload_from(values, origin)
 
 
 def _gpu_counts(text: str) -> list[int]:
@@ -1476,6 +1484,8 @@ def _gpu_counts(text: str) -> list[int]:
 def train_options(func: Callable) -> Callable:
     """The workload flags, and the analysis options that price its collectives."""
     for field, flag, kwargs in reversed([f for f in ANALYSIS_FLAGS if f[0] in TRAIN_ANALYSIS]):
+        if field == "fail":  # a training job stops when a NIC loses its link
+            kwargs = {**kwargs, "help": "Fail a spine, a core or a switch-to-switch link on one port (repeatable)."}
         func = click.option(flag, field, **kwargs)(func)
     for field, flag, kwargs in reversed(TRAIN_FLAGS):
         func = click.option(flag, field, default=None, **kwargs)(func)
@@ -1519,6 +1529,8 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
     from .workload import gpu_catalog, model_catalog
 
     if list_catalog:
+        if output is not None:
+            raise click.UsageError("--list prints the catalogues; -o/--output is for a training result")
         data = {"models": {n: m.to_dict() for n, m in model_catalog().items()},
                 "gpus": {n: g.to_dict() for n, g in gpu_catalog().items()}}
         emit(data, fmt, lambda: _catalog_table(data))
@@ -1530,11 +1542,20 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
         analysis = {name: fields.pop(name) for name in TRAIN_ANALYSIS}
         analysis["fail"] = tuple(analysis["fail"])
         options = AnalysisOptions(**analysis)
-        options.check()
-        workload = _train_workload(fields)
+        problems: list[str] = []  # every bad option and workload field at once
+        try:
+            options.check()
+        except TopoError as exc:
+            problems += exc.lines
+        try:
+            workload = _train_workload(fields)
+        except TopoError as exc:
+            problems += exc.lines
+        if problems:
+            raise AnalysisError(problems)
         if output is not None and output.exists() and not force:
             raise AnalysisError([f"--output {output}: exists; give --force to replace it"])
-        counts = _gpu_counts(scale) if scale else None
+        counts = _gpu_counts(scale) if scale is not None else None
         if weak and not counts:
             raise click.UsageError("--weak goes with --scale")
         if design is not None:
@@ -1543,19 +1564,25 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
             spec_file = design / "spec.yaml"
             if not spec_file.is_file():
                 raise AnalysisError([f"{design} is not a design folder written by topo build: no spec.yaml"])
+        overridden = any(value is not None for value in fields.values())
         spec = spec_from_cli(spec_file, fields, progress)
         check_addressing(spec, plan_fabric(spec))
         base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
         server = resolve_server(spec, base_dir).node_model()
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
+        if design is not None and not overridden:
+            stale = design_problems(design, fabric)
+            if stale:
+                raise AnalysisError([*stale, f"rebuild it (topo build -f {spec_file} -o NEW) or see what "
+                                             f"changed with topo check {design}"])
         with progress.stage(f"pricing a step of {workload.model.name}"):
             step = run(spec, workload, options, server, fabric)
-        if not step.memory["fits"]:
+        if not step.memory["fits"]:  # a warning, shown with -q too
             m = step.memory
-            progress.say(f"warning: {m['total_GB']:,.1f} GB per GPU does not fit the {workload.gpu.name}'s "
-                         f"{m['hbm_GB']:,.0f} GB (usable {m['usable_GB']:,.1f}): more tp, pp or cp, --zero, "
-                         f"--recompute full or a smaller --micro-batch")
+            click.echo(f"topo: warning: {m['total_GB']:,.1f} GB per GPU does not fit the {workload.gpu.name}'s "
+                       f"{m['hbm_GB']:,.0f} GB (usable {m['usable_GB']:,.1f}): more tp, pp or cp, --zero, "
+                       f"--recompute full or a smaller --micro-batch", err=True)
         points = variants = None
         if counts:
             with progress.stage(f"scaling curve, {len(counts)} points"):
@@ -1564,7 +1591,7 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
         if what_if:
             with progress.stage("what-ifs"):
                 variants = what_ifs(spec, workload, options, step, server, progress.counter("what-ifs", 4))
-        data = result(fabric, step, points, variants)
+        data = result(fabric, step, points, variants, weak=weak)
         if output is not None:
             _write_json(output, data)
     emit(data, fmt, lambda: table(data))

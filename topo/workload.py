@@ -96,6 +96,7 @@ class Model:
     ffn: int = 0  #: feed-forward width (0: 4 x hidden)
     kv_heads: int = 0  #: 0: heads (multi-head attention)
     head_dim: int = 0  #: 0: hidden / heads
+    score_dim: int = 0  #: width of the attention scores' dot products (QK^T and AV); 0: heads x head_dim
     mlp: str = "gelu"
     tied: bool = False
     experts: int = 0
@@ -109,6 +110,9 @@ class Model:
     train: dict[str, Any] = field(default_factory=dict, compare=False)  #: the catalogue's default recipe
 
     def __post_init__(self) -> None:
+        if not self.head_dim and self.heads > 0 and self.hidden % self.heads:
+            raise WorkloadError([f"--hidden {self.hidden}: not a multiple of --heads {self.heads} "
+                                 f"(or give --head-dim)"])
         object.__setattr__(self, "ffn", self.ffn or 4 * self.hidden)
         object.__setattr__(self, "kv_heads", self.kv_heads or self.heads)
         object.__setattr__(self, "head_dim", self.head_dim or (self.hidden // self.heads if self.heads else 0))
@@ -116,8 +120,6 @@ class Model:
     def check(self, where: str = "--") -> None:
         """Raise WorkloadError naming every architecture field that does not make a model."""
         problems = []
-        if self.hidden % self.heads and self.head_dim * self.heads == 0:
-            problems.append(f"{where}hidden {self.hidden}: not a multiple of heads {self.heads}")
         if self.heads % self.kv_heads:
             problems.append(f"{where}kv-heads {self.kv_heads}: the {self.heads} query heads are not a multiple "
                             f"of it")
@@ -198,7 +200,8 @@ class Model:
         """Forward FLOPs of one token through one layer: ``matmul`` (weights) and ``attention`` (scores)."""
         mlp = (self.top_k + self.shared_experts) * self.expert_params if moe_layer else self.dense_mlp_params
         router = self.hidden * self.experts if moe_layer else 0
-        return {"matmul": 2.0 * (self.attention_params + mlp + router), "attention": 4.0 * seq_len * self.q_dim}
+        return {"matmul": 2.0 * (self.attention_params + mlp + router),
+                "attention": 4.0 * seq_len * (self.score_dim or self.q_dim)}
 
     def flops_per_token(self, seq_len: int) -> dict[str, float]:
         """Training FLOPs of one token (three times the forward pass): ``matmul`` (the layers'
@@ -243,6 +246,24 @@ def model_catalog() -> dict[str, Model]:
     return {name: Model(name=name, **entry) for name, entry in raw.items()}
 
 
+def domain_size(gpus: int, per_node: int, nvlink_domain: int, multi_node: bool = True) -> int:
+    """GPUs of one NVLink domain of the job. A board's domain (``multi_node`` false: HGX) is the
+    server. A domain of several servers (NVL72) is the GPU's when it divides the job, else the
+    largest whole number of servers under it that does (a 256-GPU job on NVL72 racks uses 64 GPUs
+    of each), and never less than one server.
+
+    >>> domain_size(1024, 8, 8), domain_size(256, 4, 72), domain_size(288, 4, 72), domain_size(64, 4, 8, False)
+    (8, 64, 72, 4)
+    """
+    if not multi_node or nvlink_domain <= per_node:
+        return per_node
+    best = per_node
+    for d in range(per_node, nvlink_domain + 1, per_node):
+        if gpus % d == 0:
+            best = d
+    return best
+
+
 @dataclass(frozen=True)
 class Workload:
     """One training job's configuration, before it meets a fabric.
@@ -282,6 +303,10 @@ class Workload:
         """Micro-batches each pipeline runs per step."""
         return self.global_batch // (self.dp(gpus) * self.micro_batch)
 
+    def expert_replicas(self, gpus: int) -> int:
+        """Ranks of a stage that hold the same experts: the stage's tp x dp x cp ranks over ep."""
+        return max(1, self.tp * self.dp(gpus) * self.cp // self.ep)
+
     def stage_layers(self) -> int:
         """Layers of the busiest pipeline stage: ``vpp`` chunks of ``ceil(layers / (pp vpp))``."""
         return math.ceil(self.model.layers / (self.pp * self.vpp)) * self.vpp
@@ -315,15 +340,17 @@ class Workload:
         if gpus % mp:
             problems.append(f"--tp {self.tp} x --cp {self.cp} x --pp {self.pp} = {mp} GPUs per model replica: "
                             f"{gpus:,} GPUs are not a whole number of replicas")
-        domain = g.nvlink_domain if g.multi_node_nvlink else gpus_per_node
+        domain = domain_size(gpus, gpus_per_node, g.nvlink_domain, g.multi_node_nvlink)
         if self.tp > domain or domain % self.tp:
             problems.append(f"--tp {self.tp}: tensor parallelism must stay in the NVLink domain of "
-                            f"{domain} GPUs ({g.name}) and divide it")
+                            f"{domain} GPUs ({g.name}, as this job of {gpus:,} uses it) and divide it")
         elif self.tp > gpus_per_node and self.tp % gpus_per_node:
             problems.append(f"--tp {self.tp}: across servers of {gpus_per_node} GPUs it must be a multiple of "
                             f"{gpus_per_node}")
         if m.heads % self.tp:
             problems.append(f"--tp {self.tp}: the model's {m.heads} attention heads are not a multiple of it")
+        elif m.kv_heads % self.tp:
+            problems.append(f"--tp {self.tp}: the model's {m.kv_heads} key-value heads are not a multiple of it")
         if self.seq_len % (2 * self.cp) and self.cp > 1:
             problems.append(f"--cp {self.cp}: sequence length {self.seq_len:,} is not a multiple of 2 x cp "
                             f"(each rank takes two balanced chunks of a causal sequence)")
@@ -342,9 +369,10 @@ class Workload:
             problems.append(f"--ep {self.ep}: {m.name} is a dense model (no experts to spread)")
         if not problems:
             dp = self.dp(gpus)
-            if (dp * self.cp) % self.ep:
-                problems.append(f"--ep {self.ep}: expert parallelism comes from the data x context parallel "
-                                f"ranks ({dp} x {self.cp} = {dp * self.cp}), which it must divide")
+            stage = self.tp * dp * self.cp
+            if stage % self.ep:
+                problems.append(f"--ep {self.ep}: expert parallelism spreads a stage's experts over its tp x dp "
+                                f"x cp ranks ({self.tp} x {dp} x {self.cp} = {stage}), which it must divide")
             per_step = dp * self.micro_batch
             if self.global_batch % per_step:
                 problems.append(f"--global-batch {self.global_batch:,}: not a multiple of data-parallel {dp:,} "
@@ -375,7 +403,7 @@ class Workload:
         dp = self.dp(gpus)
         local = self.local_params(gpus)
         shard = dp * self.cp  # Megatron shards the optimizer over the data x context parallel ranks
-        expert_shard = max(1, shard // self.ep)
+        expert_shard = self.expert_replicas(gpus)
         state = 0.0
         grad = GRAD_BYTES[self.grad_precision]
         for count, d in ((local["dense"], shard), (local["experts"], expert_shard)):
@@ -388,9 +416,10 @@ class Workload:
         if self.recompute == "full":
             per_layer = tokens * BF16 * m.hidden / self.tp  # only each layer's input
         microbatches = self.microbatches(gpus)
-        in_flight = min(microbatches, self.pp)
+        in_flight = float(self.pp)
         if self.vpp > 1:
             in_flight *= 1 + (self.pp - 1) / (self.pp * self.vpp)
+        in_flight = min(float(microbatches), in_flight)
         recomputing = tokens * m.activation_bytes(self.precision) / self.tp if self.recompute == "full" else 0.0
         # the first stage keeps the most micro-batches; the last one (one in flight) has the logits
         first = per_layer * self.stage_layers() * in_flight + recomputing
@@ -423,20 +452,19 @@ class Workload:
         }
 
 
-def resolve_gpu(name: str) -> Gpu:
-    catalog = gpu_catalog()
+def _entry(catalog: dict[str, Any], flag: str, what: str, name: str, hint: str = "") -> Any:
     if name not in catalog:
-        raise WorkloadError([f"--gpu {name}: unknown GPU{did_you_mean(name, catalog)}; known: "
-                             f"{', '.join(catalog)}"])
+        raise WorkloadError([f"{flag} {name}: unknown {what}{did_you_mean(name, catalog)}; known: "
+                             f"{', '.join(catalog)}{hint}"])
     return catalog[name]
+
+
+def resolve_gpu(name: str) -> Gpu:
+    return _entry(gpu_catalog(), "--gpu", "GPU", name)
 
 
 def resolve_model(name: str) -> Model:
-    catalog = model_catalog()
-    if name not in catalog:
-        raise WorkloadError([f"--model {name}: unknown model{did_you_mean(name, catalog)}; known: "
-                             f"{', '.join(catalog)} (or give --layers, --hidden, --heads, ...)"])
-    return catalog[name]
+    return _entry(model_catalog(), "--model", "model", name, " (or give --layers, --hidden, --heads, ...)")
 
 
 def default_batch(model: Model) -> int:
@@ -446,7 +474,8 @@ def default_batch(model: Model) -> int:
 
 
 #: Workload fields a YAML file or the flags may give, and their types.
-MODEL_FIELDS = {"layers": int, "hidden": int, "heads": int, "kv_heads": int, "head_dim": int, "ffn": int,
+MODEL_FIELDS = {"layers": int, "hidden": int, "heads": int, "kv_heads": int, "head_dim": int, "score_dim": int,
+                "ffn": int,
                 "mlp": str, "vocab": int, "seq_len": int, "experts": int, "top_k": int, "expert_ffn": int,
                 "shared_experts": int, "dense_layers": int, "tied": bool}
 JOB_FIELDS = {"global_batch": int, "micro_batch": int, "tp": int, "pp": int, "cp": int, "ep": int, "vpp": int,
@@ -455,53 +484,78 @@ WORKLOAD_KEYS = ("model", "gpu", "params_b", *MODEL_FIELDS, *JOB_FIELDS)
 MLPS = ("gelu", "swiglu")
 
 
+#: The least value of each whole-number field (the others: 1).
+LEAST = {"experts": 0, "top_k": 0, "expert_ffn": 0, "shared_experts": 0, "dense_layers": 0, "zero": 0,
+         "score_dim": 0}
+
+
 def _typed(key: str, value: Any, kind: type, where: str) -> Any:
+    """``value`` as the field's type, or WorkloadError naming ``where`` (``--`` for a flag, a
+    file's ``FILE: `` for its field) and the value."""
+    name = f"--{key.replace('_', '-')}" if where == "--" else f"{where}{key}"
     if kind is tuple:
         if isinstance(value, str):
+            if not value.strip():
+                raise WorkloadError([f"{name}: give some of {', '.join(OVERLAPS)}, comma-separated, or none"])
             value = [] if value.strip().lower() == "none" else [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise WorkloadError([f"{where}{key}: expected a list of {', '.join(OVERLAPS)} (or none), "
-                                 f"got {value!r}"])
+            raise WorkloadError([f"{name}: expected a list of {', '.join(OVERLAPS)} (or none), got {value!r}"])
         return tuple(value)
     if kind is bool:
         if not isinstance(value, bool):
-            raise WorkloadError([f"{where}{key}: expected true or false, got {value!r}"])
+            raise WorkloadError([f"{name}: expected true or false, got {value!r}"])
         return value
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise WorkloadError([f"{where}{key}: expected a whole number, got {value!r}"])
+            raise WorkloadError([f"{name}: expected a whole number, got {value!r}"])
+        least = LEAST.get(key, 1)
+        if value < least:
+            raise WorkloadError([f"{name} {value}: must be at least {least}"])
         return value
     if not isinstance(value, str):
-        raise WorkloadError([f"{where}{key}: expected text, got {value!r}"])
+        raise WorkloadError([f"{name}: expected text, got {value!r}"])
     return value
 
 
-def workload_from(values: dict[str, Any], where: str = "--") -> Workload:
+def workload_from(values: dict[str, Any], origin: dict[str, str] | None = None) -> Workload:
     """A workload from a YAML file's mapping and flags merged (``None`` values are not given).
 
     ``model`` is a catalogue name (its recipe gives the parallelism and batch that are not given)
     or left out, and then the architecture fields are all required. Architecture fields given
     with a catalogue model change it (``--seq-len 4096``). ``gpu`` defaults to ``h100``.
+    ``origin`` says where a field came from, for its errors: ``"--"`` (a flag, the default) or a
+    file's ``"FILE: "``.
     """
+    origin = origin or {}
     values = {k: v for k, v in values.items() if v is not None}
     unknown = sorted(set(values) - set(WORKLOAD_KEYS))
     if unknown:
-        raise WorkloadError([f"{where}{key}: not a workload field{did_you_mean(key, WORKLOAD_KEYS)}; "
+        raise WorkloadError([f"{origin.get(key, '--')}{key}: not a workload field{did_you_mean(key, WORKLOAD_KEYS)}; "
                              f"known: {', '.join(WORKLOAD_KEYS)}" for key in unknown])
-    arch = {k: _typed(k, values[k], t, where) for k, t in MODEL_FIELDS.items() if k in values}
-    job = {k: _typed(k, values[k], t, where) for k, t in JOB_FIELDS.items() if k in values}
-    if "mlp" in arch and arch["mlp"] not in MLPS:
-        raise WorkloadError([f"{where}mlp {arch['mlp']}: expected gelu or swiglu"])
-    for key, value in {**arch, **job}.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value < (1 if key not in (
-                "experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "zero") else 0):
-            raise WorkloadError([f"{where}{key.replace('_', '-') if where == '--' else key} {value}: "
-                                 f"must be at least 1"])
+    problems: list[str] = []
+    typed: dict[str, Any] = {}
+    for key, kind in {**MODEL_FIELDS, **JOB_FIELDS}.items():
+        if key in values:
+            try:
+                typed[key] = _typed(key, values[key], kind, origin.get(key, "--"))
+            except WorkloadError as exc:
+                problems += exc.lines
+    if typed.get("mlp", "gelu") not in MLPS:
+        problems.append(f"{origin.get('mlp', '--')}mlp {typed['mlp']}: expected gelu or swiglu")
     params_b = values.get("params_b")
+    if params_b is not None and (isinstance(params_b, bool) or not isinstance(params_b, (int, float))
+                                 or not math.isfinite(params_b) or params_b <= 0):
+        problems.append(f"{origin.get('params_b', '--')}params-b {params_b!r}: expected a positive number of billions")
+        params_b = None
+    if problems:
+        raise WorkloadError(problems)
+    arch = {k: v for k, v in typed.items() if k in MODEL_FIELDS}
+    job = {k: v for k, v in typed.items() if k in JOB_FIELDS}
+    where = "--"
     name = values.get("model")
     if name is not None:
         if not isinstance(name, str):
-            raise WorkloadError([f"{where}model: expected a catalogue name, got {name!r}"])
+            raise WorkloadError([f"{origin.get('model', '--')}model: expected a catalogue name, got {name!r}"])
         base = resolve_model(name)
         own = {f.name: getattr(base, f.name) for f in fields(base)}
         if ("hidden" in arch or "heads" in arch) and "head_dim" not in arch:
@@ -519,14 +573,12 @@ def workload_from(values: dict[str, Any], where: str = "--") -> Workload:
     model.check(where)
     if params_b is not None:
         counted = model.params()["total"] / 1e9
-        if not isinstance(params_b, (int, float)) or params_b <= 0:
-            raise WorkloadError([f"{where}params-b {params_b!r}: expected a positive number of billions"])
         if abs(counted - params_b) > 0.1 * params_b:
             raise WorkloadError([f"{where}params-b {params_b:g}: the architecture has {counted:,.1f} B "
                                  f"parameters (more than 10% off); check --layers, --hidden, --ffn, --vocab"])
     gpu = values.get("gpu") or (base.train.get("gpu") if name is not None else None) or "h100"
     if not isinstance(gpu, str):
-        raise WorkloadError([f"{where}gpu: expected a catalogue name, got {gpu!r}"])
+        raise WorkloadError([f"{origin.get('gpu', '--')}gpu: expected a catalogue name, got {gpu!r}"])
     merged = {**recipe, **job}
     merged.setdefault("global_batch", default_batch(model) if name is None else
                       int(base.train.get("global_batch") or default_batch(model)))

@@ -766,9 +766,7 @@ def train_section(train: dict[str, Any], reviews: Sequence[Review]) -> dict[str,
     from .train import PARTS
 
     w, f, m = train["workload"], train["fabric"], train["model"]
-    reviewed = [r.fabric.spec for r in reviews]
-    same = any(spec.gpus == f["gpus"] and spec.nic_port_gbps == f["nic_gbps"] and spec.placement == f["placement"]
-               for spec in reviewed)
+    same = any(train.get("spec") == r.fabric.spec.to_dict() for r in reviews)
     where = ("on this design's fabric" if same else
              f"on a fabric of {f['gpus']:,} GPUs ({f['nics_per_node']} x {f['nic_gbps']}G, {f['placement']}, "
              f"{f['oversubscription']}), not the one reviewed here")

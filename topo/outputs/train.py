@@ -155,14 +155,69 @@ def what_ifs(spec: FabricSpec, workload: Workload, options: AnalysisOptions, bas
 
 
 def result(fabric: Fabric, step: Step, points: list[dict[str, Any]] | None = None,
-           variants: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """What ``topo train --format json`` prints (and ``-o FILE`` keeps)."""
-    out = {"fabric": fabric_line(fabric), "model": step.workload.model.to_dict(), "gpu": step.workload.gpu.name,
-           **step.to_dict()}
+           variants: list[dict[str, Any]] | None = None, weak: bool = False) -> dict[str, Any]:
+    """What ``topo train --format json`` prints (and ``-o FILE`` keeps): the fabric (its facts and
+    its whole spec), the model, and the step; the scaling curve and the what-ifs when run."""
+    spec = fabric.spec.to_dict()
+    out = {"fabric": fabric_line(fabric), "spec": spec, "model": step.workload.model.to_dict(),
+           "gpu": step.workload.gpu.name, **step.to_dict()}
     if points is not None:
         out["scaling"] = points
+        out["scaling_mode"] = "weak" if weak else "strong"
     if variants is not None:
         out["what_if"] = variants
+    return out
+
+
+#: What a result must hold, for ``topo report --train``: key -> type (a dict: its own keys).
+_NUMBER = (int, float)
+RESULT_SCHEMA: dict[str, Any] = {
+    "fabric": {"gpus": int, "gpus_per_node": int, "nics_per_node": int, "nic_gbps": int, "placement": str,
+               "oversubscription": str},
+    "workload": {"tp": int, "pp": int, "cp": int, "ep": int, "dp": int, "global_batch": int, "seq_len": int,
+                 "zero": int, "recompute": str, "precision": str},
+    "model": {"name": str, "params": int},
+    "gpus": int, "gpu": str, "step_time_s": _NUMBER, "tokens_per_s_per_gpu": _NUMBER,
+    "model_tflops_per_gpu": _NUMBER, "mfu": _NUMBER, "peak_tflops": _NUMBER, "scaling_efficiency": _NUMBER,
+    "breakdown": {key: _NUMBER for key, _ in PARTS},
+    "memory": {"total_GB": _NUMBER, "hbm_GB": _NUMBER, "fits": bool},
+}
+POINT_SCHEMA = {"gpus": int, "step_time_s": _NUMBER, "tokens_per_s_per_gpu": _NUMBER, "mfu": _NUMBER,
+                "speedup": _NUMBER, "of_linear": _NUMBER, "breakdown": RESULT_SCHEMA["breakdown"]}
+WHAT_IF_SCHEMA = {"what_if": str, "step_time_s": _NUMBER, "change_pct": _NUMBER}
+
+
+def _problems(data: Any, schema: dict[str, Any], where: str) -> list[str]:
+    if not isinstance(data, dict):
+        return [f"{where or 'the file'} is not a mapping"]
+    out = []
+    for key, kind in schema.items():
+        name = f"{where}.{key}" if where else key
+        if key not in data:
+            out.append(f"no {name}")
+        elif isinstance(kind, dict):
+            out += _problems(data[key], kind, name)
+        elif isinstance(data[key], bool) and kind is not bool or not isinstance(data[key], kind):
+            out.append(f"{name} is {data[key]!r}")
+    return out
+
+
+def result_problems(data: Any) -> list[str]:
+    """What keeps ``data`` from being a result ``topo train -o`` wrote (nothing when it is one)."""
+    out = _problems(data, RESULT_SCHEMA, "")
+    if out:
+        return out
+    if data["step_time_s"] <= 0:
+        out.append(f"step_time_s is {data['step_time_s']!r}")
+    for name, schema in (("scaling", POINT_SCHEMA), ("what_if", WHAT_IF_SCHEMA)):
+        rows = data.get(name, [])
+        if not isinstance(rows, list):
+            out.append(f"{name} is not a list")
+            continue
+        for i, row in enumerate(rows):
+            if isinstance(row, dict) and "error" in row and isinstance(row["error"], str):
+                continue
+            out += _problems(row, schema, f"{name}[{i}]")
     return out
 
 
@@ -222,7 +277,7 @@ def table(data: dict[str, Any]) -> str:
         lines.append(f"note: {note}")
     if data.get("scaling"):
         lines += ["", "scaling (" + ("weak: the global batch grows with the GPUs" if
-                                     _weak(data["scaling"]) else "strong: the same global batch") + "):"]
+                                     data.get("scaling_mode") == "weak" else "strong: the same global batch") + "):"]
         head = ["GPUs", "dp", "batch", "micro", "step", "tokens/s/GPU", "TFLOP/s/GPU", "MFU", "speed-up",
                 "of linear", "efficiency"]
         body, errors = [], []
@@ -249,11 +304,6 @@ def table(data: dict[str, Any]) -> str:
                              f"{row['tokens_per_s_per_gpu']:,.1f}"])
         lines += _grid(["fabric", "step", "change", "tokens/s/GPU"], body)
     return "\n".join(lines)
-
-
-def _weak(points: list[dict[str, Any]]) -> bool:
-    batches = {p["global_batch"] for p in points}
-    return len(batches) > 1
 
 
 def _bytes(n: float) -> str:

@@ -28,7 +28,7 @@ from ..analysis.updown import updown
 from ..errors import AnalysisError
 from ..fabric import Fabric, is_ethernet
 from ..servers import NodeModel, pcie_mbps
-from ..workload import BF16, GRAD_BYTES, Workload
+from ..workload import BF16, GRAD_BYTES, Workload, domain_size
 
 #: Fraction of the bf16 dense peak that flash attention reaches over forward and backward
 #: (FlashAttention-2: 50-73% forward, 35-63% backward on A100; FlashAttention-3 on H100 alike).
@@ -136,24 +136,6 @@ def gpu_node(fabric: Fabric, workload: Workload, server: NodeModel | None = None
                    gpu_pcie_GBps=pcie_mbps(f"{gts} GT/s PCIe", 16) / 8000, assumed=())
 
 
-def domain_size(gpus: int, per_node: int, nvlink_domain: int, multi_node: bool = True) -> int:
-    """GPUs of one NVLink domain of the job. A board's domain (``multi_node`` false: HGX) is the
-    server. A domain of several servers (NVL72) is the GPU's when it divides the job, else the
-    largest whole number of servers under it that does (a 256-GPU job on NVL72 racks uses 64 GPUs
-    of each), and never less than one server.
-
-    >>> domain_size(1024, 8, 8), domain_size(256, 4, 72), domain_size(288, 4, 72), domain_size(64, 4, 8, False)
-    (8, 64, 72, 4)
-    """
-    if not multi_node or nvlink_domain <= per_node:
-        return per_node
-    best = per_node
-    for d in range(per_node, nvlink_domain + 1, per_node):
-        if gpus % d == 0:
-            best = d
-    return best
-
-
 def rank_grid(w: Workload, gpus: int) -> np.ndarray:
     """Ranks as (pp, dp, cp, tp): rank = t + tp (c + cp (d + dp s))."""
     return np.arange(gpus).reshape(w.pp, w.dp(gpus), w.cp, w.tp)
@@ -163,8 +145,9 @@ def groups_of(w: Workload, gpus: int, kind: str) -> np.ndarray:
     """The groups of one kind, (groups, size), each in rank order.
 
     ``tp``, ``cp``, ``pp``; ``dp``: the data x context ranks that hold the same dense weights;
-    ``ep``: expert-parallel groups, consecutive ranks of the data x context plane (Megatron
-    carves them out of it); ``edp``: the ranks that hold the same experts.
+    ``ep``: expert-parallel groups, ``ep`` consecutive ranks of a stage (experts are whole on each
+    rank: expert tensor parallelism 1, so a stage's tensor x data x context ranks all take part);
+    ``edp``: the ranks of a stage that hold the same experts.
     """
     grid = rank_grid(w, gpus)
     pp, dp, cp, tp = grid.shape
@@ -174,16 +157,30 @@ def groups_of(w: Workload, gpus: int, kind: str) -> np.ndarray:
         return grid.transpose(0, 1, 3, 2).reshape(-1, cp)
     if kind == "pp":
         return grid.transpose(1, 2, 3, 0).reshape(-1, pp)
-    plane = grid.reshape(pp, dp * cp, tp)  # data x context, context fastest
     if kind == "dp":
-        return plane.transpose(0, 2, 1).reshape(-1, dp * cp)
+        return grid.reshape(pp, dp * cp, tp).transpose(0, 2, 1).reshape(-1, dp * cp)
     ep = w.ep
-    experts = plane.reshape(pp, dp * cp // ep, ep, tp)
+    experts = grid.reshape(pp, -1, ep)  # a stage's ranks in order, ep at a time
     if kind == "ep":
-        return experts.transpose(0, 1, 3, 2).reshape(-1, ep)
+        return experts.reshape(-1, ep)
     if kind == "edp":
-        return experts.transpose(0, 2, 3, 1).reshape(-1, dp * cp // ep)
+        return experts.transpose(0, 2, 1).reshape(-1, experts.shape[1])
     raise AnalysisError([f"group kind {kind}: expected tp, cp, pp, dp, ep or edp"])
+
+
+def gpu_nics(ranks: np.ndarray, per_node: int, nics: int) -> np.ndarray:
+    """The global NICs of each rank's GPU, shape ``ranks.shape + (k,)``: GPU ``r`` of a server
+    has NICs ``r k`` to ``r k + k - 1`` when the server has ``k`` NICs per GPU, else it shares NIC
+    ``r nics / per_node`` with its neighbours.
+
+    >>> gpu_nics(np.array([0, 9]), 8, 8).tolist(), gpu_nics(np.array([1, 5]), 4, 8).tolist()
+    ([[0], [9]], [[2, 3], [10, 11]])
+    """
+    node, local = ranks // per_node, ranks % per_node
+    if nics >= per_node and nics % per_node == 0:
+        k = nics // per_node
+        return (node * nics + local * k)[..., None] + np.arange(k)
+    return (node * nics + local * nics // per_node)[..., None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,38 +190,44 @@ class _Shape:
     nic_map: np.ndarray
     members: int  #: GPUs of a group in one domain
     domains: int
-    note: str | None = None
 
 
-def _shape(groups: np.ndarray, per_node: int, nics: int, domain: int) -> _Shape:
+#: How the errors name each kind of group.
+KIND_NAMES = {"tp": "tensor-parallel (--tp)", "cp": "context-parallel (--cp)", "pp": "pipeline (--pp)",
+              "dp": "data-parallel", "ep": "expert-parallel (--ep)", "edp": "expert data-parallel"}
+
+
+def _shape(kind: str, groups: np.ndarray, per_node: int, nics: int, domain: int, what: str) -> _Shape:
     """The groups' NICs per domain. A group's GPUs in one domain use their own NICs (GPU ``r`` of a
-    server: NIC ``r nics / per_node``); groups whose members do not split evenly over domains are
-    priced by the most common shape (with a note)."""
+    server: NIC ``r nics / per_node``). Every group must have the same number of GPUs in each
+    domain it touches (as NCCL's rings need, and any sensible layout gives): AnalysisError
+    otherwise, naming the sizes."""
+    count, size = groups.shape
     dom = groups // domain
-    # domains of each group, in order of their first member: members are in rank order, so a
-    # domain's members are consecutive when domains are blocks of consecutive ranks
-    change = np.concatenate([np.ones((groups.shape[0], 1), dtype=bool), dom[:, 1:] != dom[:, :-1]], axis=1)
-    counts = change.sum(axis=1)
-    note = None
-    if not (counts == counts[0]).all() or groups.shape[1] % counts[0]:
-        values, freq = np.unique(counts, return_counts=True)
-        keep = counts == values[np.argmax(freq)]
-        note = (f"{int((~keep).sum())} of {groups.shape[0]} groups of {groups.shape[1]} split unevenly over "
-                f"NVLink domains of {domain} GPUs; priced as the others")
-        groups, dom, counts = groups[keep], dom[keep], counts[keep]
-    m = int(counts[0])
-    p = groups.shape[1] // m
-    if (dom.reshape(groups.shape[0], m, p) != dom.reshape(groups.shape[0], m, p)[:, :, :1]).any():
-        raise AnalysisError([f"groups of {groups.shape[1]} ranks do not split into {m} domains of {p}"])
-    node = groups // per_node
-    nic = (node * nics + (groups % per_node) * nics // per_node).reshape(groups.shape[0], m, p)
+    # members are in rank order and domains are blocks of consecutive ranks: a domain's members
+    # are consecutive in a group
+    change = np.concatenate([np.ones((count, 1), dtype=bool), dom[:, 1:] != dom[:, :-1]], axis=1)
+    spans = change.sum(axis=1)
+    m = int(spans[0])
+    even = (spans == m).all() and size % m == 0
+    if even:
+        p = size // m
+        blocks = dom.reshape(count, m, p)
+        even = bool((blocks == blocks[:, :, :1]).all())
+    if not even:
+        first = groups[int(np.argmax(spans != m))] if (spans != m).any() else groups[0]
+        per = np.unique(first // domain, return_counts=True)[1]
+        raise AnalysisError([f"{KIND_NAMES[kind]} groups of {size} ranks split unevenly over {what} of "
+                             f"{domain} GPUs (one has {', '.join(map(str, per.tolist()))} in its {per.size}); "
+                             f"choose tp, cp, ep and pp so that each group's share of a {what[:-1]} is the same"])
+    own = gpu_nics(groups, per_node, nics)  # (count, size, k)
+    nic = np.sort(own.reshape(count, m, p * own.shape[-1]), axis=2)
     # a domain's share of a group uses each distinct NIC of its members once (on a server with
     # fewer NICs than GPUs, GPUs that share a NIC share its connections)
-    nic = np.sort(nic, axis=2)
     q = int(np.unique(nic[0, 0]).size)
-    if q < p:
-        nic = nic[:, :, ::p // q] if p % q == 0 else nic[:, :, :q]
-    return _Shape(np.ascontiguousarray(nic[:, :, :q]), p, m, note)
+    if q < nic.shape[2]:
+        nic = nic[:, :, ::nic.shape[2] // q]
+    return _Shape(np.ascontiguousarray(nic[:, :, :q]), p, m)
 
 
 class Pricer:
@@ -248,7 +251,25 @@ class Pricer:
         self.constants = load_constants(self.options.nccl_constants) if self.options.nccl_constants \
             else DEFAULT_CONSTANTS
         self.notes: list[str] = []
+        g = workload.gpu
+        if g.multi_node_nvlink and self.domain < g.nvlink_domain:
+            self.notes.append(f"the job uses NVLink domains of {self.domain} GPUs ({self.domain // self.per_node} "
+                              f"servers) of the {g.name}'s {g.nvlink_domain}: the largest whole number of "
+                              f"servers that divides {self.gpus:,} GPUs")
         self._shapes: dict[str, _Shape] = {}
+        self._check_nics()
+
+    def _check_nics(self) -> None:
+        """A training job stops when one of its NICs loses its link: refuse such failures."""
+        homes = self.fabric.plan.homes
+        live = self.faults.live[self.tables.nic_link.reshape(-1, homes)].any(axis=1)
+        if not live.all():
+            nic = int(np.flatnonzero(~live)[0])
+            server = self.fabric.names[nic // self.nics]
+            asked = ", ".join(f"--fail {f}" for f in self.options.fail) or f"--fail-random {self.options.fail_random}"
+            raise AnalysisError([f"{asked}: takes the link of NIC {nic % self.nics} of {server} (and "
+                                 f"{int((~live).sum()) - 1:,} more) down, and a training job stops when a NIC "
+                                 f"loses its link; fail spines, cores or switch-to-switch links"])
 
     def _faults(self) -> Faults:
         o = self.options
@@ -256,10 +277,9 @@ class Pricer:
 
     def shape(self, kind: str) -> _Shape:
         if kind not in self._shapes:
-            s = _shape(groups_of(self.w, self.gpus, kind), self.per_node, self.nics, self.domain)
-            if s.note:
-                self.notes.append(f"{kind}: {s.note}")
-            self._shapes[kind] = s
+            what = "NVLink domains" if self.domain > self.per_node else "servers"
+            self._shapes[kind] = _shape(kind, groups_of(self.w, self.gpus, kind), self.per_node, self.nics,
+                                        self.domain, what)
         return self._shapes[kind]
 
     def vnode(self, s: _Shape) -> NodeModel:
@@ -306,21 +326,28 @@ class Pricer:
     def nvlink_GBps(self) -> float:
         return nvlink_usable(self.node)
 
-    def sends(self, kind: str, size: float) -> tuple[float, float | None]:
-        """Time of one point-to-point send of ``size`` bytes between consecutive members of every
-        group of ``kind`` (both directions at once), and its rate in GB/s."""
+    def sends(self, kind: str, size: float, ring: bool = False) -> tuple[float, float | None]:
+        """Time of one point-to-point send of ``size`` bytes from each member of every group of
+        ``kind`` to the next (and from the last to the first with ``ring``), all at once, and its
+        rate in GB/s. Between servers the send leaves on the destination GPU's rail (NCCL's PXN:
+        over NVLink to the sender's GPU of that rank first), on two connections per peer."""
         groups = groups_of(self.w, self.gpus, kind)
-        a, b = groups[:, :-1].ravel(), groups[:, 1:].ravel()
-        if kind == "cp" and groups.shape[1] > 2:  # ring attention: a ring
+        if ring and groups.shape[1] > 2:
             a, b = groups.ravel(), np.roll(groups, -1, axis=1).ravel()
+        else:
+            a, b = groups[:, :-1].ravel(), groups[:, 1:].ravel()
+            if groups.shape[1] == 2 and ring:  # a pair passes both ways at once
+                a, b = np.concatenate([a, b]), np.concatenate([b, a])
         net = (a // self.domain) != (b // self.domain)
         if not net.any():
             rate = self.nvlink_GBps()
             return 2e-6 + size / (rate * 1e9), rate
-        nic = lambda r: (r // self.per_node) * self.nics + (r % self.per_node) * self.nics // self.per_node  # noqa: E731
-        src, dst = nic(a[net]), nic(b[net])
-        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-        src, dst = np.repeat(src, P2P_CHANNELS), np.repeat(dst, P2P_CHANNELS)
+        a, b = a[net], b[net]
+        rail = b % self.per_node  # the destination's local rank: its rail on both servers
+        src = gpu_nics((a // self.per_node) * self.per_node + rail, self.per_node, self.nics)
+        dst = gpu_nics(b, self.per_node, self.nics)
+        channel = np.arange(P2P_CHANNELS) % src.shape[-1]
+        src, dst = src[:, channel].ravel(), dst[:, channel].ravel()
         rate = P2P_CHANNELS * self.flow_gbps(kind, src, dst) / 8
         return self.net_latency_s() + size / (rate * 1e9), rate
 
@@ -331,19 +358,20 @@ class Pricer:
         s = self.shape("ep")
         ep, p, m = self.w.ep, s.members, s.domains
         nvl = self.nvlink_GBps()
-        inside = size * (p - 1) / ep / (nvl * 1e9) if p > 1 else 0.0
         if m == 1:
-            return 2e-6 + inside, None
+            return 2e-6 + size * (p - 1) / ep / (nvl * 1e9), None
         nm = s.nic_map  # (G, m, q)
         q = nm.shape[2]
+        # NVLink carries the peers in the domain, and the remote data bound for another rail
+        nvlink = size * ((p - 1) + (ep - p) * (1 - 1 / q)) / ep / (nvl * 1e9)
         i, j = np.nonzero(~np.eye(m, dtype=bool))
         src = nm[:, i, :].reshape(-1)
         dst = nm[:, j, :].reshape(-1)
         rate = self.flow_gbps("ep", src, dst) / 8  # GB/s of one connection
-        per_connection = p * (p / q) * size / ep  # to one remote domain's members on one rail
+        per_connection = p * p * size / ep / q  # a domain's data for one remote domain, on one of q rails
         network = per_connection / (rate * 1e9)
-        latency = self.net_latency_s() * math.ceil(math.log2(m)) if m > 1 else 0.0
-        return latency + max(inside, network), rate
+        # NCCL posts every peer's send at once: one network latency
+        return self.net_latency_s() + max(nvlink, network), rate
 
 
 def _compute(w: Workload, gpus: int, hbm_GBps: float) -> dict[str, float]:
@@ -367,12 +395,68 @@ def _compute(w: Workload, gpus: int, hbm_GBps: float) -> dict[str, float]:
     t = matmul / gemm_rate + attention / attn_rate + memory
     fwd, bwd = t / 3, 2 * t / 3
     recompute = {"none": 0.0, "selective": attention / attn_rate / 3, "full": t / 3}[w.recompute]
+    other = (t - matmul / gemm_rate) * (4 / 3 if w.recompute == "full" else 1) + (
+        recompute if w.recompute == "selective" else 0.0)  # what is not a matrix multiply
     per_token = per_layer["total"]
     model_flops = per_token * w.global_batch * w.seq_len
     extra = {"none": 0.0, "selective": per_layer["attention"] / 3,
              "full": (per_layer["matmul"] + per_layer["attention"]) / 3}[w.recompute]
-    return {"fwd": fwd, "bwd": bwd + recompute, "recompute": recompute, "matmul": matmul / gemm_rate,
+    return {"fwd": fwd, "bwd": bwd + recompute, "recompute": recompute, "matmul": matmul / gemm_rate, "other": other,
             "model_flops": model_flops, "hardware_flops": model_flops + extra * w.global_batch * w.seq_len}
+
+
+def _data_parallel(P: Pricer, w: Workload, c: dict[str, float], mbs: int, parts: list[tuple[str, float]],
+                   sizes: dict[str, int], overlap: set[str], record=None) -> float:
+    """The data-parallel time a step shows: for each kind of group (``dp`` for the dense weights,
+    ``edp`` for the experts) and the weights it holds, the gradient reduction and the weight
+    gather of the ZeRO stage, less what overlaps compute."""
+    layers = w.stage_layers()
+    grad = GRAD_BYTES[w.grad_precision]
+    exposed = 0.0
+    for kind, params in parts:
+        if sizes[kind] <= 1 or params <= 0:
+            continue
+        if w.zero == 3:
+            # every layer's weights gathered forward and backward, its gradients scattered, for
+            # every micro-batch; an all-gather or a reduce-scatter moves half of an all-reduce
+            layer = params / layers
+            (t_w, algo, bus), (t_g, _, _) = P.allreduce(kind, BF16 * layer, grad * layer)
+            per_mb = layers * (2 * t_w / 2 + t_g / 2)
+            window = c["fwd"] + c["bwd"] if "dp" in overlap else 0.0
+            exposed += mbs * max(per_mb - window, per_mb / layers)
+            if record:
+                record(kind, BF16 * layer, t_w / 2, algo, bus, 3 * layers * mbs)
+            continue
+        bucket = min(params, max(BUCKET_PARAMS, 1_000_000 * sizes[kind]))
+        buckets = params / bucket
+        (t_grad, algo, bus), (t_param, _, _) = P.allreduce(kind, grad * bucket, BF16 * bucket)
+        t_grad *= buckets
+        t_param *= buckets
+        if w.zero == 0:  # one all-reduce of the gradients a step
+            t_param = 0.0
+        elif w.zero == 1:  # reduce-scatter the gradients, all-gather the updated weights
+            t_grad, t_param = t_grad / 2, t_param / 2
+        else:  # ZeRO-2 keeps only its shard of the gradients: a reduce-scatter every micro-batch
+            t_grad, t_param = mbs * t_grad / 2, t_param / 2
+        if "dp" in overlap:
+            window = (mbs if w.zero == 2 else 1) * c["bwd"] * (1 - 1 / layers)
+            grad_exposed = max(t_grad - window, t_grad / buckets / (mbs if w.zero == 2 else 1))
+            param_exposed = max(t_param - c["fwd"], t_param / buckets) if t_param else 0.0
+        else:
+            grad_exposed, param_exposed = t_grad, t_param
+        exposed += grad_exposed + param_exposed
+        if record:
+            calls = buckets * ((mbs if w.zero == 2 else 1) + (1 if w.zero >= 1 else 0))
+            record(kind, grad * bucket, t_grad / buckets / (mbs if w.zero == 2 else 1), algo, bus, calls)
+    return exposed
+
+
+def _optimizer_s(w: Workload, local: dict[str, float], dense_shard: int, expert_shard: int) -> float:
+    """Adam's memory traffic over the GPU's shard of the dense weights and of its experts."""
+    if w.zero == 0:
+        dense_shard = expert_shard = 1
+    params = local["dense"] / dense_shard + local["experts"] / max(1, expert_shard)
+    return ADAM_BYTES * params / (w.gpu.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
 
 def train_step(fabric: Fabric, workload: Workload, options: AnalysisOptions | None = None,
@@ -394,7 +478,7 @@ def train_step(fabric: Fabric, workload: Workload, options: AnalysisOptions | No
     tokens = w.micro_batch * w.seq_len / w.cp
     collectives: list[Collective] = []
 
-    sizes = {"tp": w.tp, "cp": w.cp, "pp": w.pp, "dp": dp * w.cp, "ep": w.ep, "edp": dp * w.cp // w.ep}
+    sizes = {"tp": w.tp, "cp": w.cp, "pp": w.pp, "dp": dp * w.cp, "ep": w.ep, "edp": w.expert_replicas(gpus)}
 
     def record(kind: str, message: float, time_s: float, algo: str, busbw: float | None, calls: float) -> None:
         collectives.append(Collective(kind, sizes[kind], gpus // sizes[kind], P.shape(kind).domains, message,
@@ -415,10 +499,9 @@ def train_step(fabric: Fabric, workload: Workload, options: AnalysisOptions | No
     cp_exposed = 0.0
     if w.cp > 1:
         kv = 2 * tokens * m.kv_dim * BF16 / w.tp
-        t_send, rate = P.sends("cp", kv)
+        t_send, rate = P.sends("cp", kv, ring=True)
         t_cp = layers * (w.cp - 1) * 3 * t_send
-        attention_time = c["fwd"] + c["bwd"] - c["matmul"]
-        cp_exposed = max(0.0, t_cp - attention_time) if "cp" in overlap else t_cp
+        cp_exposed = max(0.0, t_cp - c["other"]) if "cp" in overlap else t_cp
         record("cp", kv, t_send, "p2p", rate, layers * (w.cp - 1) * 3 * mbs)
     # expert parallelism: dispatch and combine, forward and backward (and again when recomputed)
     ep_time = 0.0
@@ -432,51 +515,19 @@ def train_step(fabric: Fabric, workload: Workload, options: AnalysisOptions | No
         record("ep", a2a, t_a2a, "alltoall", rate, calls * mbs)
     per_mb = c["fwd"] + c["bwd"] + tp_exposed + cp_exposed + ep_time
     bubble = (w.pp - 1) / w.vpp * per_mb
-    # pipeline sends: the activation of a micro-batch (split over the tensor-parallel ranks)
+    # pipeline sends: the activation of a micro-batch (split over the tensor-parallel ranks); the
+    # interleaved schedule also sends from the last stage to the first, between chunks
     send_time = 0.0
     if w.pp > 1:
         act = tokens * m.hidden * BF16 / w.tp
-        t_send, rate = P.sends("pp", act)
+        t_send, rate = P.sends("pp", act, ring=w.vpp > 1)
         sends = 2 * (w.pp - 1) if "pp" in overlap else 2 * (mbs * w.vpp + w.pp - 1)
         send_time = sends * t_send
         record("pp", act, t_send, "p2p", rate, 2 * mbs * w.vpp)
-    # data parallelism: gradients (fp32) and, with a distributed optimizer, the weights (16-bit)
     local = w.local_params(gpus)
-    dp_exposed = 0.0
-    shard = dp * w.cp
-    if w.zero == 3:
-        layer_bytes = local["total"] / layers * BF16
-        t_ag, algo, bus = P.allreduce("dp", layer_bytes)[0]
-        t_ag /= 2  # an all-gather (or a reduce-scatter) moves half of an all-reduce
-        per_mb_z3 = 3 * layers * t_ag  # weights gathered forward and backward, gradients scattered
-        window = c["fwd"] + c["bwd"] if "dp" in overlap else 0.0
-        dp_exposed = mbs * max(per_mb_z3 - window, per_mb_z3 / layers)
-        record("dp", layer_bytes, t_ag, algo, bus, 3 * layers * mbs)
-    else:
-        parts = [("dp", local["dense"], shard)]
-        if local["experts"] > 0:
-            parts.append(("edp", local["experts"], shard // w.ep))
-        for kind, params, size in parts:
-            if size <= 1:
-                continue
-            bucket = min(params, max(BUCKET_PARAMS, 1_000_000 * size))
-            buckets = params / bucket
-            grad_bytes = GRAD_BYTES[w.grad_precision] * bucket
-            (t_grad, algo, bus), (t_param, _, _) = P.allreduce(kind, grad_bytes, BF16 * bucket)
-            if w.zero >= 1:  # reduce-scatter the gradients, all-gather the updated weights
-                t_grad, t_param = t_grad / 2, t_param / 2 * buckets
-            else:
-                t_param = 0.0
-            t_grad *= buckets
-            if "dp" in overlap:
-                grad_exposed = max(t_grad - c["bwd"] * (1 - 1 / layers), t_grad / buckets)
-                param_exposed = max(t_param - c["fwd"], t_param / buckets) if t_param else 0.0
-            else:
-                grad_exposed, param_exposed = t_grad, t_param
-            dp_exposed += grad_exposed + param_exposed
-            record(kind, grad_bytes, t_grad / buckets, algo, bus, buckets * (2 if w.zero >= 1 else 1))
-    optimizer_params = local["total"] / (shard if w.zero >= 1 else 1)
-    optimizer = ADAM_BYTES * optimizer_params / (w.gpu.hbm_tbps * 1e12 * HBM_EFFICIENCY)
+    parts = [("dp", local["dense"])] + ([("edp", local["experts"])] if local["experts"] > 0 else [])
+    dp_exposed = _data_parallel(P, w, c, mbs, parts, sizes, overlap, record)
+    optimizer = _optimizer_s(w, local, dp * w.cp, sizes["edp"])
     pipeline = mbs * per_mb
     breakdown = {
         "compute_s": mbs * (c["fwd"] + c["bwd"] - c["recompute"]),
@@ -490,14 +541,20 @@ def train_step(fabric: Fabric, workload: Workload, options: AnalysisOptions | No
         "optimizer_s": optimizer,
     }
     step = pipeline + bubble + send_time + dp_exposed + optimizer
-    # one replica taking every micro-batch of the step, without data-parallel traffic
+    # one replica taking every micro-batch of the step: the same pipeline, its gradients reduced
+    # over its own context-parallel ranks only
     replica_mbs = w.global_batch // w.micro_batch
     replica_sends = 0.0
     if w.pp > 1:
         replica_sends = send_time if "pp" in overlap else send_time / (2 * (mbs * w.vpp + w.pp - 1)) * \
             2 * (replica_mbs * w.vpp + w.pp - 1)
-    replica_optimizer = ADAM_BYTES * local["total"] / (w.cp if w.zero >= 1 else 1) / \
-        (w.gpu.hbm_tbps * 1e12 * HBM_EFFICIENCY)
-    replica = replica_mbs * per_mb + bubble + replica_sends + replica_optimizer
+    if dp == 1:
+        replica_dp = dp_exposed
+    elif w.cp > 1:
+        replica_dp = _data_parallel(P, w, c, replica_mbs, [("cp", local["dense"])], {**sizes, "cp": w.cp}, overlap)
+    else:
+        replica_dp = 0.0
+    replica_optimizer = _optimizer_s(w, local, w.cp, max(1, sizes["edp"] // dp))
+    replica = replica_mbs * per_mb + bubble + replica_sends + replica_dp + replica_optimizer
     return Step(gpus, w, step, breakdown, c["model_flops"], c["hardware_flops"], replica,
                 w.memory(gpus), tuple(collectives), P.domain, tuple(P.notes))
