@@ -179,7 +179,7 @@ def test_an_unwritable_parent_is_one_error_line(tmp_path, monkeypatch):
 
 def test_a_folder_that_appears_meanwhile_is_never_replaced(tmp_path, monkeypatch):
     out = tmp_path / "out"
-    import topo.cli as cli
+    import topo.outputs.build as cli
 
     real = cli.build_files
 

@@ -7,8 +7,8 @@ The stages, one folder each, every import pointing to an earlier one::
     topo/outputs/    Fabric + results -> files     build_files(fabric, summarize(fabric), ...)
     topo/cli.py      the command line              the only module that touches the terminal
 
-The public API below is importable from ``topo`` itself. Names of the later stages are imported
-when first used, so ``import topo`` (and a design-stage import) stays light.
+The public API below is importable from ``topo`` itself. Its names are imported when first used,
+so ``import topo`` (and a design-stage import) stays light.
 """
 
 from __future__ import annotations
@@ -17,14 +17,18 @@ import importlib
 from typing import Any
 
 from .errors import AnalysisError, OutputError, SpecError, TopoError
-from .fabric import Fabric, build_fabric
-from .sizing import Plan, plan_fabric
-from .spec import FabricSpec, load_spec
 
 __version__ = "0.1.0"
 
-#: Public names of the later stages -> the module that defines them (imported on first use).
+#: Public names -> the module that defines them, imported on first use: ``import topo`` (and
+#: ``topo --version``) loads neither numpy nor networkx.
 _LATER_STAGES = {
+    "Fabric": "topo.fabric",
+    "build_fabric": "topo.fabric",
+    "Plan": "topo.sizing",
+    "plan_fabric": "topo.sizing",
+    "FabricSpec": "topo.spec",
+    "load_spec": "topo.spec",
     "Analysis": "topo.analysis.analyze",
     "AnalysisOptions": "topo.analysis.analyze",
     "analyze": "topo.analysis.analyze",

@@ -17,33 +17,22 @@ import time
 from contextlib import contextmanager, nullcontext
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
-import yaml
 
 from . import __version__
-from .addressing import check_addressing
-from .outputs.caveats import caveats
-from .catalog import platform_catalog, switch_catalog
 from .errors import AnalysisError, TopoError, quote
-from .fabric import build_fabric, check_memory, is_ethernet
-from .servers import resolve_server, server_profiles
-from .sizing import plan_fabric
-from .spec import FabricSpec, hostnames_file, load_spec, read_spec_file
-from .analysis.analyze import (DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, MIN_AUTO_SAMPLES, ROUTING_CHOICES, Analysis, AnalysisOptions, what_if_parts,
-                               analyze)
-from .analysis.collective import ALGORITHMS, PROTOCOL_CHOICES
-from .analysis.routing import HASH_FIELDS
-from .outputs.build import build_files, template_sources
-from .outputs.cabling import cabling_line, plan_cabling
-from .outputs.summary import Summary, breakout_line, dual_tor_line, summarize, switches_line
-from .outputs.templating import format_size
-from .outputs.check import check_folder, design_problems
-from .outputs.design import server_file
-from .outputs.manifest import NotABuild, read_manifest, with_manifest
-from .outputs.writer import OutputFolder
-from .outputs.report import key_table, report_data, report_files, review
+from .analysis.choices import (ALGORITHMS, DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, HASH_FIELDS, MIN_AUTO_SAMPLES,
+                               PROTOCOL_CHOICES, ROUTING_CHOICES)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .analysis.analyze import Analysis, AnalysisOptions
+    from .outputs.summary import Summary
+    from .spec import FabricSpec
+
+# Everything else is imported by the command that uses it: ``topo --version``, ``--help`` and the
+# commands that do not analyse load neither numpy, scipy, networkx nor the analyses.
 
 
 class TopoClickError(click.ClickException):
@@ -212,6 +201,8 @@ def format_option(func: Callable) -> Callable:
 
 
 def spec_from_cli(spec_file: Path | None, fields: dict[str, Any], progress: "Progress | None" = None) -> FabricSpec:
+    from .spec import load_spec, read_spec_file
+
     fields = dict(fields)
     if fields.pop("rail_only", None):  # the rail-only design: its two fields, which flags may not contradict
         clash = _rail_only_clash(fields)
@@ -353,6 +344,8 @@ def analysis_options(func: Callable) -> Callable:
 
 
 def options_from_cli(fields: dict[str, Any], progress: "Progress | None" = None) -> AnalysisOptions:
+    from .analysis.analyze import AnalysisOptions
+
     values = {name: fields.pop(name) for name, _, _ in ANALYSIS_FLAGS}
     values["fail"] = tuple(values["fail"])
     if values["sizes"] is None:
@@ -365,6 +358,8 @@ def options_from_cli(fields: dict[str, Any], progress: "Progress | None" = None)
 
 
 def emit(data: dict[str, Any], fmt: str, table: Callable[[], str]) -> None:
+    import yaml
+
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, allow_nan=False))
     elif fmt == "yaml":
@@ -397,6 +392,8 @@ def _cell(value: Any) -> str:
 
 
 def summary_table(summary: Summary) -> str:
+    from .outputs.summary import breakout_line, dual_tor_line, switches_line
+
     s = summary
     kind = ("rail-only" if s.tiers == 1 else "rail-optimized") if s.placement == "rail" else "rack (ToR)"
     unit = "scalable units" if s.placement == "rail" else "racks"
@@ -447,6 +444,8 @@ def headline(analysis: Analysis) -> dict[str, Any]:
 
 
 def headline_lines(analysis: Analysis) -> list[str]:
+    from .outputs.templating import format_size
+
     h = headline(analysis)
     o = analysis.options
     agree = "max-flow agrees" if analysis.bisection.agrees else f"max-flow {h['bisection_maxflow_gbps']:,}"
@@ -518,6 +517,8 @@ def analysis_table(analysis: Analysis) -> str:
 
 def _allreduce_lines(a: Analysis) -> list[str]:
     """The all-reduce part of the analysis table: connections, rates, times, bottlenecks."""
+    from .outputs.templating import format_size
+
     o, d = a.options, a.allreduce.details
     node = d["node"]
     table = format_table(
@@ -570,6 +571,9 @@ def _plural(count: int, noun: str) -> str:
 def build_inputs(spec: FabricSpec, spec_file: Path | None, server_base: Path | None, flags: dict[str, Any],
                  templates: tuple[Path, ...]) -> list[Path]:
     """Every file and folder a build reads: the output folder may not hold any of them."""
+    from .outputs.design import server_file
+    from .spec import hostnames_file
+
     paths = [*templates] + ([spec_file] if spec_file is not None else [])
     if spec.hostname_table is not None and spec.hostnames is not None:
         paths.append(hostnames_file(spec.hostnames, flags.get("hostnames") is not None,
@@ -696,6 +700,17 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
       topo build -f examples/h100-1024.yaml --format json
       topo build --gpus 16384 --tiers 3 --placement rack --force
     """
+    from .addressing import check_addressing
+    from .fabric import build_fabric, check_memory, is_ethernet
+    from .outputs.build import build_files
+    from .outputs.cabling import cabling_line, plan_cabling
+    from .outputs.caveats import caveats
+    from .outputs.report import review
+    from .outputs.summary import summarize
+    from .outputs.writer import OutputFolder
+    from .servers import resolve_server
+    from .sizing import plan_fabric
+
     progress = Progress(quiet)
     with user_errors():
         # a server profile path is relative to the spec file when the file names it, else to here
@@ -710,16 +725,18 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
         with folder:
             with progress.stage(f"building {spec.gpus:,} GPUs"):
                 fabric = build_fabric(spec)
-            analysis = None
-            if not no_analysis:
+            analysis, parts = None, 0
+            if not no_analysis:  # only then the analyses are imported
+                from .analysis.analyze import analyze, what_if_parts
+
                 with progress.stage("analysing"):
                     analysis = analyze(fabric, node=server.node_model())
+                parts = what_if_parts(fabric)
             cabling = plan_cabling(fabric)  # after the analysis: its arrays need not live through it
             summary = summarize(fabric, cabling)
             configs = not no_configs and is_ethernet(fabric)
             switches = len(fabric.names) - fabric.plan.nodes
             warnings = caveats(fabric, analysis, cabling, server, configs=not no_configs)
-            parts = what_if_parts(fabric) if analysis is not None else 0
             with progress.stage("what-ifs for the design review") if parts else nullcontext():
                 reviewed = review(fabric, summary, cabling, analysis, warnings, server, base_dir=base_dir,
                                   progress=progress.counter(f"{parts} parts failed one at a time", parts)
@@ -768,6 +785,13 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
       topo analyze --gpus 4096 --fail cluster-spine-p00-03 --fail cluster-leaf-su00-r0:33
       topo analyze --gpus 16384 --fail-random 0.02 --seed 7 --format json
     """
+    from .addressing import check_addressing
+    from .analysis.analyze import analyze
+    from .fabric import build_fabric
+    from .outputs.check import design_problems
+    from .servers import resolve_server
+    from .sizing import plan_fabric
+
     progress = Progress(quiet)
     with user_errors():
         options = options_from_cli(fields, progress)
@@ -817,6 +841,17 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
       topo check cluster-1024gpus
       topo check design --templates site-templates --format json
     """
+    from .addressing import check_addressing
+    from .analysis.analyze import analyze
+    from .fabric import build_fabric
+    from .outputs.build import build_files
+    from .outputs.cabling import plan_cabling
+    from .outputs.check import check_folder
+    from .outputs.manifest import NotABuild, read_manifest
+    from .outputs.summary import summarize
+    from .servers import resolve_server
+    from .sizing import plan_fabric
+
     progress = Progress(quiet)
     with user_errors():
         spec_file = design / "spec.yaml"
@@ -893,6 +928,19 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
       topo report design-1to1 design-3to1 --format json
       topo report cluster-1024gpus --train train-llama3-70b.json
     """
+    from .addressing import check_addressing
+    from .analysis.analyze import analyze, what_if_parts
+    from .fabric import build_fabric
+    from .outputs.cabling import plan_cabling
+    from .outputs.caveats import caveats
+    from .outputs.check import design_problems
+    from .outputs.manifest import with_manifest
+    from .outputs.report import key_table, report_data, report_files, review
+    from .outputs.summary import summarize
+    from .outputs.writer import OutputFolder
+    from .servers import resolve_server
+    from .sizing import plan_fabric
+
     progress = Progress(quiet)
     with user_errors():
         labels = _report_labels(designs)
@@ -996,6 +1044,8 @@ def templates_command(templates: tuple[Path, ...], fmt: str) -> None:
       topo templates --templates my-templates
       topo build --gpus 4096 --templates my-templates
     """
+    from .outputs.build import template_sources
+
     with user_errors():
         rows = template_sources(templates)
     emit({"templates": rows}, fmt, lambda: format_table(
@@ -1013,6 +1063,8 @@ def servers_command(fmt: str) -> None:
       topo servers
       topo build --gpus 1024 --nics-per-node 4 --server hgx-h100-4nic
     """
+    from .servers import server_profiles
+
     profiles = server_profiles()
     data = {name: profile.to_dict() for name, profile in profiles.items()}
     rows = [[p.name, p.gpu_count, p.nic_count, p.nic_gbps, p.description] for p in profiles.values()]
@@ -1030,6 +1082,8 @@ def switches(fmt: str) -> None:
       topo switches
       topo build --gpus 4096 --switch eth-51t-128x400 --platform arista-7060x6-64pe-o128s2
     """
+    from .catalog import platform_catalog, switch_catalog
+
     models = switch_catalog()
     platforms = platform_catalog()
     data = {name: model.to_dict() for name, model in models.items()}
@@ -1134,6 +1188,8 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
     """A sweep file: ``spec`` (a base spec file, relative to this one) or ``base`` (its fields),
     ``grid`` (field: list of values), ``cases`` (a list of field mappings), ``sizes``,
     ``fail_random``, ``trials``."""
+    from .spec import read_spec_file
+
     data = read_spec_file(path)  # YAML, bounded and with its errors as one line each
     known = ("spec", "base", "grid", "cases", "sizes", "fail_random", "trials")
     unknown = [k for k in data if k not in known]
@@ -1201,6 +1257,11 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
       topo sweep --gpus 16k --oversubscription 1 --oversubscription 2 --fail-random 0.01 --trials 32
       topo sweep --sweep examples/sweeps/sweep-12.yaml -o sweep --scheduler tcp://10.0.0.5:8786
     """
+    from .analysis.analyze import AnalysisOptions
+    from .outputs.manifest import with_manifest
+    from .outputs.writer import OutputFolder
+    from .servers import resolve_server
+    from .spec import load_spec, read_spec_file
     from .outputs.sweep import Cache, Sweep, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
     from .outputs.sweep import expand as expand_grid
     from .outputs.sweep_files import front_table, sweep_files
@@ -1270,6 +1331,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
                 node = resolve_server(spec, base_dir).node_model()
             except TopoError as exc:
                 from .outputs.sweep import _one_line
+
                 tasks.append(Task(index, as_given, None, options, sizes, key=_params_key(as_given),
                                   error=_one_line(exc)))
                 continue
@@ -1433,6 +1495,7 @@ TRAIN_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 
 
 def _train_workload(fields: dict[str, Any]):
+    import yaml
     from .workload import workload_from
 
     values: dict[str, Any] = {}
@@ -1526,6 +1589,12 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
       topo train --gpus 1024 --model llama3-8b --scale 128,256,512,1024 --what-if
       topo train cluster-1024gpus --model deepseek-v3 --gpu h800 --precision fp8
     """
+    from .addressing import check_addressing
+    from .analysis.analyze import AnalysisOptions
+    from .fabric import build_fabric
+    from .outputs.check import design_problems
+    from .servers import resolve_server
+    from .sizing import plan_fabric
     from .workload import gpu_catalog, model_catalog
 
     if list_catalog:

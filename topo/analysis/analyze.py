@@ -29,29 +29,17 @@ from .congestion import CC_MODES, Rates, solve_rates
 from .ecmp import EcmpWidth, ecmp_width
 from .faults import Faults, apply_faults, no_faults, plane_names
 from .hops import HopCounts, hop_counts
-from .routing import HASH_FIELDS, ROUTING_MODES, PortTables, Routes, port_tables, route
+from .routing import HASH_FIELDS, PortTables, Routes, port_tables, route
 from .updown import updown
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..caveats import Caveat
 
-MIB = 1 << 20
-GIB = 1 << 30
+from .choices import (DEFAULT_HASH_SAMPLES, DEFAULT_LINK_EFFICIENCY, DEFAULT_SIZES, GIB, HASH_BUDGET,  # noqa: F401
+                      MAX_HASH_SAMPLES, MIB, MIN_AUTO_SAMPLES, ROUTING_CHOICES)
 #: Largest message size an analysis takes.
 MAX_SIZE_BYTES = 1 << 40
-#: 1 MiB to 8 GiB in steps of 4x, and 8 GiB itself.
-DEFAULT_SIZES = (MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB, 4 * GIB, 8 * GIB)
-#: Measured NDR 400G all-reduce busbw per NIC is 46-48 GB/s of a 50 GB/s line rate: 47/50.
-DEFAULT_LINK_EFFICIENCY = 0.94
-#: ECMP hash draws per analysis (docs/model.md), unless the hashed sub-flows times the draws would
-#: pass HASH_BUDGET: then fewer, down to MIN_AUTO_SAMPLES.
-DEFAULT_HASH_SAMPLES = 16
-MIN_AUTO_SAMPLES = 4
-HASH_BUDGET = 1 << 22
-MAX_HASH_SAMPLES = 256
 UTILISATION_BINS = 10
-#: ``--routing`` values; ``auto`` is D-mod-K on InfiniBand switch models and ECMP on Ethernet.
-ROUTING_CHOICES = ("auto", *ROUTING_MODES)
 
 
 @dataclass(frozen=True)

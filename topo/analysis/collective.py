@@ -28,11 +28,7 @@ from ..servers import NodeModel
 from .tuner import (COLLNET_CHAIN, COLLNET_DIRECT, NVLS, NVLS_TREE, RING, TREE, Graph, compcap_index,
                     comm_channels, duplicate_channels, search_speed, SPEEDS_INTRA)
 
-ORDERS = ("topology", "random")
-#: ``--algo`` values: NCCL's choice per size, or one algorithm (NCCL_ALGO).
-ALGORITHMS = ("auto", "ring", "tree", "nvls", "nvlstree", "collnetdirect", "collnetchain")
-#: ``--proto`` values: NCCL's choice per size, or one protocol (NCCL_PROTO).
-PROTOCOL_CHOICES = ("auto", "LL", "LL128", "Simple")
+from .choices import ALGORITHMS, ORDERS, PROTOCOL_CHOICES  # noqa: F401  (their home is choices)
 ALGO_INDEX = {"ring": RING, "tree": TREE, "nvls": NVLS, "nvlstree": NVLS_TREE,
               "collnetdirect": COLLNET_DIRECT, "collnetchain": COLLNET_CHAIN}
 #: Usable fraction of NVLink's per-link rate, as NCCL models it (topo.h SM*_NVLINK_BW over the

@@ -38,11 +38,10 @@ from typing import Any
 import numpy as np
 
 from ..fabric import Fabric, end_slots, rank_within
+from .choices import HASH_FIELDS, ROUTING_MODES  # noqa: F401  (their home is choices)
 from .faults import Faults, no_faults
 from .updown import UNREACHABLE, UpDown, updown
 
-ROUTING_MODES = ("ecmp", "adaptive", "dmodk")
-HASH_FIELDS = ("sport", "qpn")
 ROCE_UDP_PORT = 4791
 QPN_BITS = 24  # InfiniBand queue pair numbers (BTH destination QP field)
 MAX_LINKS = 6  # NIC-leaf-spine-core-spine-leaf-NIC
