@@ -9,7 +9,12 @@ one size and run alone. A run measures, for one spec with default values except 
   temporary folder (the design, placement, NCCL, cabling and graph files; what
   ``topo build --no-configs --no-analysis`` writes);
 * configs: wall time of ``config_files`` (SONiC and FRR per switch, host files) rendered by one
-  process per CPU and written with ``write_tree``: what the configs add to ``topo build``;
+  process per CPU, each writing its switches' files into the output folder as ``topo build``
+  does: what the configs add to ``topo build``;
+* floor: wall time of the least a program can do to write the same bytes into the same files: one
+  process reads every file of the two folders (from the page cache) and writes it into a fresh
+  folder, each folder made once, with nothing else; the full folder (build, write and configs)
+  is compared with the folder without configs and with this floor;
 * baseline RSS: peak RSS after the imports, before any work;
 * peak RSS: peak RSS of the process after the write, before the configs (absolute, nothing
   subtracted; the configs are rendered in worker processes).
@@ -77,8 +82,9 @@ def child(gpus: int, radix: int) -> None:
     from topo.fabric import build_fabric
     from topo.outputs.build import build_files
     from topo.outputs.configs import config_files
+    from topo.outputs.manifest import with_manifest
     from topo.outputs.summary import summarize
-    from topo.outputs.writer import write_tree
+    from topo.outputs.writer import OutputFolder, write_tree
     from topo.spec import load_spec
 
     baseline = _maxrss_kib()
@@ -92,9 +98,12 @@ def child(gpus: int, radix: int) -> None:
         written = time.perf_counter()
         design_bytes = (Path(tmp) / "design" / "design.json").stat().st_size
         peak = _maxrss_kib()
-        config_count = write_tree(Path(tmp) / "configs", config_files(fabric, workers=os.cpu_count() or 1))
+        with OutputFolder(Path(tmp) / "configs") as folder:
+            config_count = folder.write(with_manifest(config_files(fabric, workers=os.cpu_count() or 1,
+                                                                   sink=folder.tmp)))
         configured = time.perf_counter()
         config_bytes = sum(p.stat().st_size for p in (Path(tmp) / "configs").rglob("*") if p.is_file())
+        floor_s = write_floor(Path(tmp), ("design", "configs"), Path(tmp) / "floor")
     result = {
         "gpus": gpus,
         "radix": radix,
@@ -109,8 +118,42 @@ def child(gpus: int, radix: int) -> None:
         "configs_s": configured - written,
         "config_files": config_count,
         "config_bytes": config_bytes,
+        "floor_s": floor_s,
     }
     print(json.dumps(result))
+
+
+def write_floor(root: Path, folders: tuple[str, ...], out: Path) -> float:
+    """Seconds to write every file of ``root/<folder>`` again under ``out``, as plainly as Python
+    can: read the bytes, make each folder once, write the file. The least any build of the same
+    files on the same disk can take."""
+    import time
+
+    files = [p for name in folders for p in sorted((root / name).rglob("*")) if p.is_file()]
+    start = time.perf_counter()
+    made: set[Path] = set()
+    for path in files:
+        target = out / path.relative_to(root)
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        with open(target, "wb") as f:
+            f.write(path.read_bytes())
+    return time.perf_counter() - start
+
+
+def startup() -> tuple[float, float]:
+    """Median wall seconds of ``topo --version`` and of a bare ``python -c pass`` (9 runs each)."""
+    import time
+
+    def wall(cmd: list[str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+        return time.perf_counter() - start
+
+    topo = statistics.median(wall([sys.executable, "-m", "topo.cli", "--version"]) for _ in range(9))
+    bare = statistics.median(wall([sys.executable, "-c", "pass"]) for _ in range(9))
+    return topo, bare
 
 
 # --- the parent: runs, table, targets, docs --------------------------------------------------
@@ -127,6 +170,9 @@ class Size:
 
     def total(self) -> list[float]:
         return [run["build_s"] + run["write_s"] for run in self.runs]
+
+    def full(self) -> list[float]:
+        return [run["build_s"] + run["write_s"] + run["configs_s"] for run in self.runs]
 
     @property
     def first(self) -> dict:
@@ -169,7 +215,8 @@ def table(sizes: list[Size]) -> str:
         "GPUs", "radix", "tiers", "switches", "links",
         "build best (s)", "build median (s)", "write best (s)", "write median (s)",
         "total median (s)", "baseline RSS (MiB)", "peak RSS (MiB)", "design.json (MB)",
-        "configs median (s)", "config files (MB)",
+        "configs median (s)", "config files (MB)", "full folder median (s)", "write floor median (s)",
+        "full / no configs", "full / floor",
     ]
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
     for s in sizes:
@@ -183,6 +230,9 @@ def table(sizes: list[Size]) -> str:
             mib(s.baseline_kib), mib(s.peak_kib), f"{s.first['design_bytes'] / 1e6:,.1f}",
             f"{statistics.median(s.times('configs_s')):.2f}",
             f"{s.first['config_files']:,} ({s.first['config_bytes'] / 1e6:,.0f})",
+            f"{statistics.median(s.full()):.2f}", f"{statistics.median(s.times('floor_s')):.2f}",
+            f"{statistics.median(f / t for f, t in zip(s.full(), s.total(), strict=True)):.1f}x",
+            f"{statistics.median(f / r['floor_s'] for f, r in zip(s.full(), s.runs, strict=True)):.1f}x",
         ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -210,10 +260,35 @@ def targets(sizes: list[Size]) -> list[str]:
         f"{statistics.median(s.times('configs_s')):.2f} s",
     ]
     cores = os.cpu_count()
+    lines += folder_targets(sizes)
     if cores != TARGET_CORES:
         lines.append(
             f"- note: the targets are set for a {TARGET_CORES}-core machine; this one has {cores} cores"
         )
+    return lines
+
+
+#: The whole design folder (configs included): at 65,536 GPUs within this factor of the folder
+#: without configs and of the write floor; at 131,072 GPUs (radix 128) within this many seconds.
+FOLDER_FACTOR = 2.0
+FOLDER_131K_SECONDS = 15.0
+
+
+def folder_targets(sizes: list[Size]) -> list[str]:
+    lines = []
+    for s in sizes:
+        full = statistics.median(s.full())
+        if s.gpus == TARGET_GPUS and s.radix == TARGET_RADIX:
+            for what, base in (("the folder without configs", statistics.median(s.total())),
+                               ("the write floor", statistics.median(s.times("floor_s")))):
+                ok = full <= FOLDER_FACTOR * base
+                lines.append(f"- {'PASS' if ok else 'MISS'}: {s.gpus:,} GPUs, the whole design folder within "
+                             f"{FOLDER_FACTOR:g}x of {what}: {full:.2f} s against {base:.2f} s "
+                             f"({full / base:.1f}x)")
+        if s.gpus == 131072 and s.radix == 128:
+            ok = full <= FOLDER_131K_SECONDS
+            lines.append(f"- {'PASS' if ok else 'MISS'}: 131,072 GPUs (radix 128), the whole design folder in "
+                         f"under {FOLDER_131K_SECONDS:g} s: median {full:.2f} s")
     return lines
 
 
@@ -320,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
 
     body = table(sizes)
     checks = targets(sizes)
+    topo_s, bare_s = startup()
+    checks.append(f"- {'PASS' if topo_s <= 5 * bare_s else 'MISS'}: `topo --version` within 5x of a bare Python "
+                  f"start: median {topo_s:.2f} s against {bare_s:.2f} s ({topo_s / bare_s:.1f}x)")
     print(body)
     print()
     print("\n".join(checks))

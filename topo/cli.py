@@ -744,7 +744,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
             files = build_files(
                 fabric, summary, analysis, templates, configs, base_dir, cabling, server,
                 progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
-                workers=jobs or os.cpu_count() or 1, warnings=warnings, reviewed=reviewed)
+                workers=jobs or os.cpu_count() or 1, warnings=warnings, reviewed=reviewed, sink=folder.tmp)
             with progress.stage(f"writing {out}/"):
                 count = folder.write(files)
         progress.say(f"wrote {count:,} files")

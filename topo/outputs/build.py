@@ -110,8 +110,8 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
                 base_dir: str | Path | None = None, cabling: "Cabling | None" = None,
                 server: "ServerProfile | None" = None,
                 progress: Callable[[int], None] | None = None, workers: int = 1,
-                warnings: "list[Caveat] | None" = None, reviewed: Review | None = None
-                ) -> Iterator[tuple[str, str]]:
+                warnings: "list[Caveat] | None" = None, reviewed: Review | None = None,
+                sink: str | Path | None = None) -> Iterator[tuple[str, Any]]:
     """Every file of a build folder as ``(path, text)``, made one after the other; the last is the
     build stamp (:mod:`topo.outputs.manifest`) that lists the others.
 
@@ -120,7 +120,9 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
 
     ``configs`` false (or an InfiniBand switch model) leaves out the switch and host configs and the
     containerlab lab. ``progress(switches_done)`` follows the switch configs, the longest part,
-    which ``workers`` processes render (the bytes do not depend on it).
+    which ``workers`` processes render (the bytes do not depend on it). With ``sink`` (the
+    temporary folder of the :class:`~topo.outputs.writer.OutputFolder` the files go to) those
+    processes write the switch configs themselves (see :func:`topo.outputs.configs.config_files`).
     """
     user_dirs = tuple(user_dirs)
     configs = configs and is_ethernet(fabric)
@@ -131,13 +133,13 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     if reviewed is None:
         reviewed = review(fabric, summary, cabling, analysis, warnings, server, base_dir=base_dir)
     yield from with_manifest(_files(fabric, summary, analysis, user_dirs, configs, base_dir, cabling, server,
-                                    progress, workers, warnings, reviewed))
+                                    progress, workers, warnings, reviewed, sink))
 
 
 def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_dirs: tuple,
            configs: bool, base_dir: str | Path | None, cabling: "Cabling", server: "ServerProfile",
            progress: Callable[[int], None] | None, workers: int,
-           warnings: "list[Caveat]", reviewed: Review) -> Iterator[tuple[str, str]]:
+           warnings: "list[Caveat]", reviewed: Review, sink: str | Path | None) -> Iterator[tuple[str, Any]]:
     env = template_environment(user_dirs)
     yield from core_files(fabric, summary, analysis, cabling, base_dir, warnings).items()
     yield from placement_files(fabric, env).items()
@@ -147,7 +149,7 @@ def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_d
     report = report_files([reviewed], user_dirs, in_build=True)
     yield from report.items()
     if configs:
-        yield from config_files(fabric, user_dirs, workers=workers, progress=progress)
+        yield from config_files(fabric, user_dirs, workers=workers, progress=progress, sink=sink)
     yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir, warnings,
                               report)
 

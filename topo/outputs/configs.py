@@ -35,7 +35,9 @@ from ..fabric import (KIND_NAMES, LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M,
 from ..spec import tier_switch
 from .buffers import BufferLayout, PortLoad, switch_layout
 from .qos import BROADCOM_ASICS, QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
+from .manifest import Written, digest
 from .templating import TemplateError, render_template, template_environment
+from .writer import write_file
 
 #: Every templated output of the configs: (output path, template, rendered for).
 CONFIG_OUTPUTS = (
@@ -607,7 +609,8 @@ def host_node_facts(fabric: Fabric) -> dict[str, Any]:
 
 
 def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: int = 1,
-                 progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, str]]:
+                 progress: Callable[[int], None] | None = None,
+                 sink: str | Path | None = None) -> Iterator[tuple[str, "str | Written"]]:
     """SONiC config_db.json and FRR frr.conf of every switch, then the servers' QoS script and
     address table, as ``(path, text)`` pairs made one switch at a time (memory stays flat).
 
@@ -615,6 +618,12 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     many processes (where the platform can fork and the pool can be made; else in this one), in the
     same order and with the same bytes.
     ``progress(switches_done)`` is called as switches are finished.
+
+    With ``sink`` (an :class:`~topo.outputs.writer.OutputFolder`'s temporary folder) each switch's
+    files are written there by the process that renders them, and come as
+    :class:`~topo.outputs.manifest.Written` (their digest and size) instead of their text: no
+    rendered text crosses between processes. The packaged templates make valid JSON (the tests
+    check it); with ``user_dirs`` every ``config_db.json`` is parsed to check its template.
     """
     if not is_ethernet(fabric):
         return
@@ -625,7 +634,7 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
         try:
             pool = multiprocessing.get_context("fork").Pool(
-                workers, initializer=_init_pool_worker, initargs=(fabric, tuple(user_dirs)))
+                workers, initializer=_init_pool_worker, initargs=(fabric, tuple(user_dirs), sink))
         except OSError:  # no shared memory for the pool's locks (a /dev/shm one may not write)
             pool = None
     if pool is not None:
@@ -636,7 +645,7 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
                 if progress:
                     progress(done)
     else:
-        _init_worker(fabric, tuple(user_dirs))
+        _init_worker(fabric, tuple(user_dirs), sink)
         for chunk in chunks:
             files = _render_chunk(chunk)
             yield from files
@@ -644,7 +653,7 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
             if progress:
                 progress(done)
     if pool is not None:  # this process's worker state is another call's (or none): make this fabric's
-        _init_worker(fabric, tuple(user_dirs))
+        _init_worker(fabric, tuple(user_dirs), sink)
     env, shared = _WORKER["env"], _WORKER["shared"]
     node = host_node_facts(fabric)
     yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
@@ -654,16 +663,16 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
 
 #: Switches rendered per task (one worker task, one progress step).
 CONFIG_CHUNK = 32
-_WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None}
+_WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None, "sink": None, "made": None, "check": True}
 
 
-def _init_pool_worker(fabric: Fabric, user_dirs: tuple) -> None:
+def _init_pool_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None = None) -> None:
     """A worker process: Ctrl-C is the parent's to handle (it stops the pool), and SIGTERM, which
     the parent sends to stop the pool, ends the worker at once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _end_with_parent()
-    _init_worker(fabric, user_dirs)
+    _init_worker(fabric, user_dirs, sink)
 
 
 def _end_with_parent() -> None:
@@ -676,16 +685,17 @@ def _end_with_parent() -> None:
         pass
 
 
-def _init_worker(fabric: Fabric, user_dirs: tuple) -> None:
+def _init_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None = None) -> None:
     facts = ConfigFacts(fabric)
     shared = facts.shared()
     shared["name"] = fabric.spec.name
-    _WORKER.update(env=template_environment(user_dirs), facts=facts, shared=shared)
+    _WORKER.update(env=template_environment(user_dirs), facts=facts, shared=shared,
+                   sink=Path(sink) if sink is not None else None, made=set(), check=bool(user_dirs))
 
 
-def _render_chunk(switches: list[int]) -> list[tuple[str, str]]:
+def _render_chunk(switches: list[int]) -> list[tuple[str, "str | Written"]]:
     env, facts, shared = _WORKER["env"], _WORKER["facts"], _WORKER["shared"]
-    out = []
+    out: list[tuple[str, Any]] = []
     for v in switches:
         sw = facts.switch(v)
         context = {"sw": sw, "fabric": shared, "version": __version__}
@@ -693,12 +703,21 @@ def _render_chunk(switches: list[int]) -> list[tuple[str, str]]:
             out.append((f"switches/{sw['name']}/frr.conf", render_template(env, "frr/frr.conf.j2", context)))
             continue
         text = render_template(env, "sonic/config_db.json.j2", context)
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TemplateError(
-                f"template sonic/config_db.json.j2 made invalid JSON for {sw['name']}: {exc.msg} at "
-                f"line {exc.lineno}, column {exc.colno}") from None
+        if _WORKER["check"]:
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise TemplateError(
+                    f"template sonic/config_db.json.j2 made invalid JSON for {sw['name']}: {exc.msg} at "
+                    f"line {exc.lineno}, column {exc.colno}") from None
         out.append((f"switches/{sw['name']}/config_db.json", text))
         out.append((f"switches/{sw['name']}/frr.conf", render_template(env, "frr/frr.conf.j2", context)))
-    return out
+    sink = _WORKER["sink"]
+    if sink is None:
+        return out
+    written = []
+    for rel, text in out:  # write them here: only their digests go back to the parent
+        data = text.encode("utf-8")
+        write_file(sink, rel, data, _WORKER["made"])
+        written.append((rel, Written(digest(data), len(data))))
+    return written

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 from .. import __version__
 
@@ -20,6 +20,14 @@ from .. import __version__
 MANIFEST = "topo-build.json"
 #: Format of the stamp (``topo_build`` key); a reader refuses a newer one.
 MANIFEST_FORMAT = 1
+
+
+class Written(NamedTuple):
+    """A file that the process which made it has already written into the output folder (the
+    switch configs' workers do): its SHA-256 and size stand in for its text."""
+
+    digest: str
+    size: int
 
 
 def digest(text: str | bytes) -> str:
@@ -31,7 +39,7 @@ def with_manifest(files: Iterable[tuple[str, str | bytes]]) -> Iterator[tuple[st
     """The files as they come, then the stamp that lists them."""
     digests: dict[str, str] = {}
     for path, text in files:
-        digests[path] = digest(text)
+        digests[path] = text.digest if isinstance(text, Written) else digest(text)
         yield path, text
     yield MANIFEST, manifest_text(digests)
 

@@ -195,6 +195,7 @@ def template_environment(user_dirs: Iterable[str | Path] = ()) -> jinja2.Environ
     search = [str(Path(d)) for d in user_dirs] + [str(packaged_template_dir())]
     env = TemplateSandbox(
         loader=TemplateLoader(search),
+        auto_reload=False,  # a template is read once: no file checks on every render
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..errors import OutputError, quote
-from .manifest import NotABuild, foreign_entries, read_manifest
+from .manifest import NotABuild, Written, foreign_entries, read_manifest
 
 try:
     import fcntl
@@ -205,29 +205,24 @@ class OutputFolder:
 
     def write(self, files: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]]) -> int:
         """Write ``files`` (relative path -> content, or such pairs as they are made) and publish
-        the folder; returns how many files were written."""
+        the folder; returns how many files were written. A content that is
+        :class:`~topo.outputs.manifest.Written` is a file its maker already wrote into
+        :attr:`tmp` (with :func:`write_file`): counted, not written again."""
         assert self.tmp is not None, "use the OutputFolder in a with block"
         items = sorted(files.items()) if isinstance(files, Mapping) else files
         count = 0
         made: set[Path] = {self.tmp}
         root = str(self.tmp) + os.sep
         for rel, content in items:
-            path = Path(os.path.normpath(self.tmp / rel))
-            if not str(path).startswith(root) or rel == LOCK:
-                raise OutputError(f"output file {quote(rel)} would be written outside {self.given}")
+            if isinstance(content, Written):  # its maker wrote it (with write_file)
+                if not os.path.normpath(self.tmp / rel).startswith(root) or rel == LOCK:
+                    raise OutputError(f"output file {quote(rel)} would be written outside {self.given}")
+                count += 1
+                continue
             data = content.encode("utf-8") if isinstance(content, str) else content
-            try:
-                if path.parent not in made:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    made.add(path.parent)
-                with open(path, "xb") as f:
-                    f.write(data)
-                if rel.endswith(".sh"):
-                    os.chmod(path, 0o755)
-            except FileExistsError:
-                raise OutputError(f"output file {quote(rel)} is made twice") from None
-            except OSError as exc:
-                raise OutputError(f"cannot write {self.given}/{rel}: {exc.strerror or exc}") from None
+            write_file(self.tmp, rel, data, made, str(self.given))
+            if rel.endswith(".sh"):
+                os.chmod(self.tmp / rel, 0o755)
             count += 1
         self._publish()
         return count
@@ -313,6 +308,26 @@ def _lock_state(lock: Path) -> str:
     finally:
         os.close(fd)
     return "free"
+
+
+def write_file(root: Path, rel: str, data: bytes, made: set[Path], shown: str = "the output folder") -> None:
+    """Write one new file ``rel`` of the temporary folder ``root`` (its folder made once: ``made``
+    holds the folders made so far); OutputError, naming the folder as ``shown``, when it would land
+    outside, exists, or cannot be written. :meth:`OutputFolder.write` writes with it, and so do
+    the processes that write their own files into an OutputFolder's :attr:`~OutputFolder.tmp`."""
+    path = Path(os.path.normpath(root / rel))
+    if not str(path).startswith(str(root) + os.sep) or rel == LOCK:
+        raise OutputError(f"output file {quote(rel)} would be written outside {shown}")
+    try:
+        if path.parent not in made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
+        with open(path, "xb") as f:
+            f.write(data)
+    except FileExistsError:
+        raise OutputError(f"output file {quote(rel)} is made twice") from None
+    except OSError as exc:
+        raise OutputError(f"cannot write {shown}/{rel}: {exc.strerror or exc}") from None
 
 
 def write_tree(out: str | Path, files: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]],
