@@ -251,8 +251,7 @@ def targets(sizes: list[Size]) -> list[str]:
     peak_bytes = s.peak_kib * 1024
     lines = [
         f"- {'PASS' if build <= TARGET_SECONDS else 'MISS'}: {what_time}: median {build:.2f} s "
-        f"(the fabric: spec, sizing, arrays and addresses; its networkx graph is built by the write, "
-        f"whose exports read it)",
+        f"(the fabric: spec, sizing, arrays and addresses)",
         f"- {'PASS' if peak_bytes <= TARGET_BYTES else 'MISS'}: {what_mem}: highest peak of "
         f"{len(s.runs)} runs {mib(s.peak_kib)} MiB",
         f"- for reference (no target): the whole design folder without switch configs takes "

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from .addressing import Addressing, ip_text, link_counts, plan_addressing
@@ -21,6 +21,9 @@ from .catalog import switch_catalog
 from .errors import SpecError, quote
 from .sizing import Plan, final_spec, plan_fabric, plane_spec
 from .spec import FabricSpec, node_names, tier_switch
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
 
 #: Vertex roles by tier number (tier 0 is a server).
 ROLES = ("node", "leaf", "spine", "core")
@@ -112,10 +115,15 @@ class Fabric:
 
     @cached_property
     def graph(self) -> nx.MultiGraph:
-        """The fabric as a networkx MultiGraph (built when first asked for: the analyses need only
-        the arrays)."""
-        vertices = {k: getattr(self, k) for k in ("tier", "su", "pod", "rail", "group", "plane")}
-        return _graph(self.spec, self.plan, list(self.names), vertices, self.links, self.addressing, self.peer_links)
+        """The fabric as a networkx MultiGraph (built when first asked for: the analyses and the
+        files of a build read the arrays, and :func:`vertex_attributes` and :func:`edge_attributes`
+        give what the graph's nodes and edges carry)."""
+        import networkx as nx
+
+        g = nx.MultiGraph(name=self.spec.name)
+        g.add_nodes_from(zip(self.names, vertex_attributes(self)))
+        g.add_edges_from(edge_attributes(self))
+        return g
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -449,13 +457,13 @@ def _links(spec: FabricSpec, plan: Plan) -> Links:
     )
 
 
-def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarray], links: Links,
-           addressing: Addressing, peer: Links | None = None) -> nx.MultiGraph:
-    """Fill the MultiGraph from the arrays in bulk (attributes documented in docs/fabric.md)."""
-    g = nx.MultiGraph(name=spec.name)
-    tier = v["tier"].tolist()
-    su, pod, rail, group, plane = (v[k].tolist() for k in ("su", "pod", "rail", "group", "plane"))
-    planes, homes = plan.planes, plan.homes
+def vertex_attributes(fabric: "Fabric") -> list[dict[str, Any]]:
+    """Every vertex's attributes (docs/fabric.md), in index order: what the graph's nodes carry,
+    made from the arrays without the graph."""
+    spec, plan, addressing = fabric.spec, fabric.plan, fabric.addressing
+    tier = fabric.tier.tolist()
+    su, pod, rail, group, plane = (getattr(fabric, k).tolist() for k in ("su", "pod", "rail", "group", "plane"))
+    planes = plan.planes
     first = [0, plan.nodes, plan.nodes + plan.leaves, plan.nodes + plan.leaves + plan.spines]
     gpus, nics = spec.gpus_per_node, spec.nic_ports
     radix_of = [0, spec.radix, plan.spine_radix or spec.radix, plan.core_radix or spec.radix]
@@ -481,8 +489,15 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
                 a["plane"] = plane[i]
         return a
 
-    g.add_nodes_from((name, attrs(i)) for i, name in enumerate(names))
+    return [attrs(i) for i in range(len(fabric.names))]
 
+
+def edge_attributes(fabric: "Fabric") -> list[tuple[str, str, int, dict[str, Any]]]:
+    """Every link as (lower end, upper end, key, attributes) in link order, then a dual-ToR
+    fabric's peer links: what the graph's edges carry (the key numbers the parallel links of a
+    pair of vertices from 0), made from the arrays without the graph."""
+    plan, links, names, peer = fabric.plan, fabric.links, fabric.names, fabric.peer_links
+    planes, homes = plan.planes, plan.homes
     lo, hi = links.lo.tolist(), links.hi.tolist()
     lo_port, hi_port, lane = links.lo_port.tolist(), links.hi_port.tolist(), links.lane.tolist()
     kind, gbps = links.kind.tolist(), links.gbps.tolist()
@@ -506,14 +521,14 @@ def _graph(spec: FabricSpec, plan: Plan, names: list[str], v: dict[str, np.ndarr
                 a["nic"], a["member"] = divmod(lo_port[e], homes)
         return names[lo[e]], names[hi[e]], key[e], a
 
-    g.add_edges_from(edge(e) for e in range(len(links)))
+    out = [edge(e) for e in range(len(links))]
     if peer is not None:
-        g.add_edges_from((names[a], names[b], k, {"kind": PEER_LINK, "bandwidth_gbps": speed, "leaf_port": port,
-                                                   "peer_port": port})
-                         for a, b, k, port, speed in zip(peer.lo.tolist(), peer.hi.tolist(),
-                                                         (np.arange(len(peer)) % max(plan.peer_ports, 1)).tolist(),
-                                                         peer.lo_port.tolist(), peer.gbps.tolist()))
-    return g
+        out += [(names[a], names[b], k, {"kind": PEER_LINK, "bandwidth_gbps": speed, "leaf_port": port,
+                                         "peer_port": port})
+                for a, b, k, port, speed in zip(peer.lo.tolist(), peer.hi.tolist(),
+                                                (np.arange(len(peer)) % max(plan.peer_ports, 1)).tolist(),
+                                                peer.lo_port.tolist(), peer.gbps.tolist())]
+    return out
 
 
 #: Peak memory of building, analysing and writing a fabric: a fixed part and a part per link.
@@ -655,7 +670,7 @@ def plane_view(fabric: Fabric, plane: int) -> Fabric:
     switches and the links among them, numbered as a one-plane fabric of the plane's spec
     (:func:`topo.sizing.plane_spec`) numbers them; its server links' NIC index is the NIC's (the
     port's device number divided by ``planes``). Names, ports and addresses are the fabric's. It
-    has no graph (``graph`` is None): it is for the analyses, which read the arrays.
+    is for the analyses, which read the arrays.
 
     >>> from topo.spec import load_spec
     >>> f = build_fabric(load_spec({"gpus": 512, "switch": "eth-51t-128x400", "nic_gbps": 800, "planes": 2}))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import yaml
 
 from .. import __version__
-from ..fabric import LINK_KINDS, PEER_LINK, Fabric
+from ..fabric import LINK_KINDS, PEER_LINK, Fabric, vertex_attributes
 from ..servers import server_profiles
 from ..inputs import read_text
 from ..spec import HOSTNAMES_CSV, PRICES_YAML, FabricSpec
@@ -35,9 +35,9 @@ def dump_json(data: Any) -> str:
 
 
 def design_devices(fabric: Fabric) -> list[dict[str, Any]]:
-    """Every server and switch with its graph attributes, in index order."""
-    nodes = fabric.graph.nodes
-    return [{"name": name, **nodes[name]} for name in fabric.names]
+    """Every server and switch with its graph attributes, in index order (from the arrays: the
+    networkx graph is not built)."""
+    return [{"name": name, **attrs} for name, attrs in zip(fabric.names, vertex_attributes(fabric), strict=True)]
 
 
 def design_json(fabric: Fabric, spec: dict[str, Any] | None = None, version: str = __version__) -> str:

@@ -27,20 +27,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-import networkx as nx
 import numpy as np
 
 from .. import __version__
 from ..addressing import bond_name, ip_text, server_block_size, sonic_port_name
 from ..errors import TopoError
-from ..fabric import KIND_NAMES, PEER_KIND, ROLES, Fabric, edge_keys, is_ethernet, switch_port_names
+from ..fabric import (KIND_NAMES, PEER_KIND, ROLES, Fabric, edge_attributes, is_ethernet, switch_port_names,
+                      vertex_attributes)
 from ..fabric import cabled_links as all_links
 from .summary import switch_breakouts as summary_breakouts
 from ..spec import tier_switch
 from .diagram import fabric_svg
 from .templating import render_template, template_environment
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
 
 
 #: The full DOT (``graph/fabric.dot``) is written for fabrics with at most this many links (16,384
@@ -137,7 +140,7 @@ def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", imag
         raise ExportError(f"containerlab kind sonic-vs: the {b['tier']}s' {b['port_gbps']}G ports are broken out into "
                           f"{b['lanes']} {b['links']} links, but SONiC VS maps one container interface (ethN) to "
                           f"each front-panel port; use kind linux (FRR)")
-    files = {"graph/fabric.graphml": graphml_text(fabric.graph, fabric_edges(fabric))}
+    files = {"graph/fabric.graphml": fabric_graphml(fabric)}
     if len(fabric.links) + _peer_count(fabric) <= FULL_DOT_MAX_LINKS:
         files["graph/fabric.dot"] = full_dot(fabric)
     files["graph/fabric-aggregate.dot"] = aggregate_dot(fabric)
@@ -163,14 +166,15 @@ def fabric_edges(fabric: Fabric) -> list[tuple[str, str, dict]]:
     come after every leaf's uplinks). A link's graph key is its rank among the links of its pair of
     vertices, in this order.
     """
-    links = all_links(fabric)
-    names, adj = fabric.names, fabric.graph.adj
-    key = edge_keys(links.lo, links.hi, len(names))
-    out = []
-    for a, b, k in zip(links.lo.tolist(), links.hi.tolist(), key.tolist()):
-        u, v = names[a], names[b]
-        out.append((u, v, adj[u][v][k]))
-    return out
+    return [(u, v, attrs) for u, v, _, attrs in edge_attributes(fabric)]
+
+
+def fabric_graphml(fabric: Fabric) -> str:
+    """The fabric's graph as GraphML (``graph/fabric.graphml``), written from the arrays: the same
+    text as :func:`graphml_text` of ``fabric.graph`` and :func:`fabric_edges`, without building
+    the networkx graph."""
+    nodes = list(zip(fabric.names, vertex_attributes(fabric)))
+    return _graphml({"name": fabric.spec.name}, nodes, fabric_edges(fabric), directed=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,6 +267,7 @@ def graphml_text(graph: nx.Graph, edges: list[tuple[Any, Any, dict]] | None = No
 
     Examples
     --------
+    >>> import networkx as nx
     >>> g = nx.MultiGraph(name="x")
     >>> g.add_edge("a", "b", kind="leaf-spine", bandwidth_gbps=400)
     0
@@ -275,22 +280,28 @@ def graphml_text(graph: nx.Graph, edges: list[tuple[Any, Any, dict]] | None = No
      ('a', 'b', 1, {'kind': 'leaf-spine', 'bandwidth_gbps': 400})]
     """
     edges = list(graph.edges(data=True)) if edges is None else edges
-    gkeys = _graphml_keys([graph.graph], "graph")
-    nkeys = _graphml_keys((d for _, d in graph.nodes(data=True)), "node")
+    return _graphml(graph.graph, list(graph.nodes(data=True)), edges, graph.is_directed())
+
+
+def _graphml(graph_attrs: dict, nodes: list[tuple[Any, dict]], edges: list[tuple[Any, Any, dict]],
+             directed: bool) -> str:
+    """GraphML of a graph given as its attributes, its (node, attributes) and (u, v, attributes)."""
+    gkeys = _graphml_keys([graph_attrs], "graph")
+    nkeys = _graphml_keys((d for _, d in nodes), "node")
     ekeys = _graphml_keys((d for *_, d in edges), "edge")
     out = [_GRAPHML_HEAD]
     for domain, keys in (("graph", gkeys), ("node", nkeys), ("edge", ekeys)):
         for name, (key, kind) in keys.items():
             out.append(f'  <key id="{_xml(key)}" for="{domain}" attr.name="{_xml(name)}" '
                        f'attr.type="{kind}"/>\n')
-    directed = "directed" if graph.is_directed() else "undirected"
-    gid = _xml(str(graph.graph.get("name", "G")))
-    out.append(f'  <graph id="{gid}" edgedefault="{directed}">\n')
+    kind = "directed" if directed else "undirected"
+    gid = _xml(str(graph_attrs.get("name", "G")))
+    out.append(f'  <graph id="{gid}" edgedefault="{kind}">\n')
     if gkeys:
-        out.append(f"    {_graphml_writer(gkeys)(graph.graph)}\n")
-    ids = {n: _xml(str(n)) for n in graph.nodes}
+        out.append(f"    {_graphml_writer(gkeys)(graph_attrs)}\n")
+    ids = {n: _xml(str(n)) for n, _ in nodes}
     node_data, edge_data = _graphml_writer(nkeys), _graphml_writer(ekeys)
-    out.extend(f'    <node id="{ids[n]}">{node_data(d)}</node>\n' for n, d in graph.nodes(data=True))
+    out.extend(f'    <node id="{ids[n]}">{node_data(d)}</node>\n' for n, d in nodes)
     out.extend(f'    <edge id="{e}" source="{ids[u]}" target="{ids[v]}">{edge_data(d)}</edge>\n'
                for e, (u, v, d) in enumerate(edges))
     out.append("  </graph>\n</graphml>\n")
