@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from calibration import read_rows  # noqa: E402,F401  (the same reader as the all-reduce table's)
+from bench_build import replace_section  # noqa: E402
+from calibration import read_rows  # noqa: E402  (the same reader as the all-reduce table's)
 from topo import build_fabric, load_spec  # noqa: E402
 from topo.analysis.analyze import AnalysisOptions  # noqa: E402
 from topo.outputs.training import Step, train_step  # noqa: E402
@@ -162,13 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(summary)
     if args.write_docs:
-        doc = DOC.read_text(encoding="utf-8")
-        if START not in doc or END not in doc:
-            print(f"train_calibration.py: {DOC.name} has no {START} ... {END} section", file=sys.stderr)
-            return 1
-        head, rest = doc.split(START, 1)
-        tail = rest.split(END, 1)[1]
-        DOC.write_text(f"{head}{START}\n{text}\n\n{summary}\n{END}{tail}", encoding="utf-8")
+        replace_section(DOC, START, END, f"{text}\n\n{summary}")
     return 0
 
 

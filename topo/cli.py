@@ -1659,7 +1659,7 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
                                progress.counter("points", len(counts)))
         if what_if:
             with progress.stage("what-ifs"):
-                variants = what_ifs(spec, workload, options, step, server, progress.counter("what-ifs", 4))
+                variants = what_ifs(spec, workload, options, step, server, progress.counter("what-ifs", 4), fabric)
         data = result(fabric, step, points, variants, weak=weak)
         if output is not None:
             _write_json(output, data)

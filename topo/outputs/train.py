@@ -115,11 +115,11 @@ def fit_micro_batch(w: Workload, gpus: int) -> Workload:
 
 
 def what_ifs(spec: FabricSpec, workload: Workload, options: AnalysisOptions, base: Step,
-             server: NodeModel | None = None, progress: Callable[[int], None] | None = None
-             ) -> list[dict[str, Any]]:
+             server: NodeModel | None = None, progress: Callable[[int], None] | None = None,
+             fabric: Fabric | None = None) -> list[dict[str, Any]]:
     """The same workload on the fabric variants a design review compares: the other placement,
     the other of 1:1 and 3:1, the other routing, and one spine failed; the change in step time."""
-    fabric = build_fabric(spec)
+    fabric = fabric or build_fabric(spec)  # the fabric of ``spec``, when the caller has it
     tiers = fabric.plan.tiers
     routing = options.routing if options.routing != "auto" else ("ecmp" if is_ethernet(fabric) else "dmodk")
     cases: list[tuple[str, Callable[[], Step]]] = []
