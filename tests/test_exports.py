@@ -36,11 +36,11 @@ from topo.outputs import exports
 from topo.outputs.configs import config_files
 from topo.outputs.exports import ExportError, aggregate, all_links, export_files, graphml_text
 
-from .conftest import SHARED_REFERENCE
+from .conftest import SHARED_REFERENCE, python_tool
 
 DOT = shutil.which("dot")
 GVPR = shutil.which("gvpr")
-CHECK_JSONSCHEMA = shutil.which("check-jsonschema")
+CHECK_JSONSCHEMA = python_tool("check-jsonschema")
 CLAB_SCHEMA = SHARED_REFERENCE / "containerlab" / "clab.schema.json"
 
 needs_dot = pytest.mark.skipif(
