@@ -179,6 +179,63 @@ def test_packaged_and_user_templates_render_the_same_bytes_as_before(tmp_path, f
         configs._WORKER.update(saved)
 
 
+#: Templates that exercise what TemplateCodeGenerator compiles differently (attributes of dicts and
+#: loops, runs of text and expressions) next to what it leaves to Jinja2 (macros, blocks, escaping).
+CONSTRUCTS = {
+    "dict-keys": "{{ d.name }} {{ d.index }} {{ d.last }}|{{ d.nested.deep }}",
+    "dict-method-names": "{{ d.items() | list | length }} {{ d['keys'] }} {{ d.get('name') }}",
+    "missing-key-default": "{{ d.missing | default('none') }} {{ d.missing is defined }}",
+    "percent-text": "100% {{ d.name }} %s %(x)s %% {{ '%d%%' % 3 }}",
+    "loop-values": ("{% for p in d.ports %}{{ loop.index }}/{{ loop.length }} {{ loop.first }} {{ loop.last }} "
+                    "{{ loop.revindex }} {{ loop.previtem | default('-') }} {{ loop.nextitem | default('-') }} "
+                    "{{ p.index }}{{ ',' if not loop.last }}\n{% endfor %}"),
+    "nested-loops": ("{% for p in d.ports %}{% set outer = loop %}{% for q in [1, 2] %}"
+                     "{{ p.name }}|{{ q }}{{ ',' if not (outer.last and loop.last) }}\n{% endfor %}{% endfor %}"),
+    "filtered-loop": "{% for p in d.ports if p.index > 1 %}{{ p.name }}{{ loop.index }}{% endfor %}",
+    "tuple-value": "{{ d.pair }} {{ (1, 2) }} {{ d.none }} {{ d.flag }}",
+    "macro-and-set-block": ("{% macro row(p) %}{{ p.name }}={{ p.index }}{% endmacro %}"
+                            "{% set block %}{{ d.name }}!{% endset %}{{ row(d.ports[0]) }} {{ block }}"),
+    "autoescape": "{% autoescape true %}{{ d.html }}{% endautoescape %} {{ d.html }}",
+    "namespace": "{% set ns = namespace(n=0) %}{% for p in d.ports %}{% set ns.n = ns.n + p.index %}{% endfor %}"
+                 "{{ ns.n }}",
+    "cycler-and-joiner": "{% set c = cycler('a', 'b') %}{% for p in d.ports %}{{ c.next() }}{% endfor %}",
+    "object-attributes": "{{ 'x'.upper() }} {{ (d.ports | first).name }} {{ d.name.upper() }}",
+}
+FACTS = {"name": "leaf-1", "index": 7, "last": "not the loop", "nested": {"deep": 1.5}, "pair": (1, "a"),
+         "none": None, "flag": True, "html": "<b>&</b>", "keys": "k",
+         "ports": [{"name": "Ethernet0", "index": 1}, {"name": "Ethernet4", "index": 2},
+                   {"name": "Ethernet8", "index": 3}]}
+
+
+def _stock_sandbox() -> jinja2.Environment:
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, trim_blocks=True,
+                                                       lstrip_blocks=True, keep_trailing_newline=True)
+    return env
+
+
+@pytest.mark.parametrize("source", CONSTRUCTS.values(), ids=CONSTRUCTS)
+def test_the_code_generator_renders_what_jinja2_renders(source):
+    ours, stock = template_environment(), _stock_sandbox()
+    assert type(ours).code_generator_class is not type(stock).code_generator_class
+    assert ours.from_string(source).render(d=FACTS) == stock.from_string(source).render(d=FACTS)
+
+
+@pytest.mark.parametrize("source,line", [
+    ("! a {{ sw.asn }}\n! b {{ sw.name }}\n! c {{ sw.asn / 0 }} {{ sw.name }}\n", 3),
+    ("! a {{ sw.asn }}\n! b {{ sw.nothing.deeper }}\n! c\n", 2),
+    ("{% for p in sw.active_ports %}\n{{ p.name }}\n{{ p.name }} {{ loop.last.nothing }}\n{% endfor %}\n", 3),
+])
+def test_an_error_in_a_run_of_text_names_its_own_line(tmp_path, fabric256, source, line):
+    folder = site(tmp_path, "frr/policy.j2", source)
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value).startswith(f"template frr/policy.j2 (in {folder}), line {line}: ")
+    stock = _stock_sandbox()
+    with pytest.raises(Exception) as theirs:
+        stock.from_string(source).render(sw={"asn": 65000, "name": "x", "active_ports": [{"name": "E0"}]})
+    assert str(info.value).endswith(str(theirs.value).split(": ")[-1])
+
+
 # --- 2. the loader --------------------------------------------------------------------------------
 
 

@@ -32,6 +32,8 @@ import jinja2
 import jinja2.runtime
 import jinja2.sandbox
 import jinja2.utils
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.loaders import split_template_path
 
 from ..errors import TopoError
@@ -144,10 +146,78 @@ _CACHED_TYPES = frozenset({dict, list, tuple, str, int, float, bool, type(None),
                            jinja2.utils.Namespace})
 
 
+#: LoopContext's attributes that are plain values (no methods): the ``loop.x`` a template reads.
+_LOOP_ATTRIBUTES = frozenset({"index0", "index", "depth0", "depth", "length", "revindex0", "revindex", "first",
+                              "last", "previtem", "nextitem"})
+
+
+class TemplateCodeGenerator(CodeGenerator):
+    """Jinja2's code generator, with the same results, for templates that read plain dicts in loops.
+
+    Two changes to the Python that a template compiles to; what a template prints, and every error
+    it raises (with its line), stay Jinja2's:
+
+    - ``x.key`` (``key`` neither a dict attribute nor ``_``-prefixed) is compiled to an inline
+      ``x["key"]`` when ``x`` is exactly a ``dict`` holding ``key``, and for a loop's own values
+      (``loop.last``) to the attribute of the ``LoopContext``; anything else calls the
+      environment's ``getattr`` as before. Both shortcuts give what :class:`TemplateSandbox`'s
+      ``getattr`` would: items are data, and a loop's values are safe attributes.
+    - A run of text and ``{{ ... }}`` between two tags is one ``yield`` of one ``%`` format instead
+      of one ``yield`` per piece (``'%s' % x`` is ``str(x)``). Each expression keeps its own line of
+      Python, so an error still names its template line. Templates that escape (``{% autoescape %}``)
+      or write into a buffer (macros, ``{% set %}`` blocks) keep Jinja2's code.
+    """
+
+    def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
+        attr = node.attr
+        if self.environment.is_async or attr in _DICT_ATTRIBUTES or attr[:1] == "_":
+            super().visit_Getattr(node, frame)
+            return
+        self.write(f"(_v[{attr!r}] if (_v := ")
+        self.visit(node.node, frame)
+        self.write(f").__class__ is dict and {attr!r} in _v else ")
+        if attr in _LOOP_ATTRIBUTES:
+            self.write(f"_v.{attr} if _v.__class__ is LoopContext else ")
+        self.write(f"environment.getattr(_v, {attr!r}))")
+
+    def visit_Output(self, node: nodes.Output, frame: Frame) -> None:
+        if (frame.require_output_check or frame.buffer is not None or frame.eval_ctx.volatile
+                or frame.eval_ctx.autoescape or self.environment.finalize is not None or self.environment.is_async):
+            super().visit_Output(node, frame)
+            return
+        finalize = self._make_finalize()
+        body: list[list[str] | nodes.Expr] = []  # runs of constant text, and expressions
+        for child in node.nodes:
+            try:
+                if not (finalize.const or isinstance(child, nodes.TemplateData)):
+                    raise nodes.Impossible()
+                const = self._output_child_to_const(child, frame, finalize)
+            except (nodes.Impossible, Exception):  # as Jinja2: evaluated when the template runs
+                body.append(child)
+                continue
+            if body and isinstance(body[-1], list):
+                body[-1].append(const)
+            else:
+                body.append([const])
+        expressions = [item for item in body if not isinstance(item, list)]
+        if not expressions:
+            super().visit_Output(node, frame)
+            return
+        text = "".join("".join(item).replace("%", "%%") if isinstance(item, list) else "%s" for item in body)
+        self.writeline(f"yield {text!r} % (", node)
+        self.indent()
+        for item in expressions:
+            self.newline(item)
+            self.visit(item, frame)
+            self.write(",")
+        self.outdent()
+        self.writeline(")")
+
+
 class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     """Jinja2's immutable sandbox, with the same verdicts, computed faster.
 
-    Two shortcuts, neither of which allows anything the sandbox refuses (and a ``_`` attribute of
+    Templates compile with :class:`TemplateCodeGenerator`, and two shortcuts, neither of which allows anything the sandbox refuses (and a ``_`` attribute of
     an undefined value raises that value's own error at once):
 
     - ``d.key`` on a plain ``dict`` (every fact topo passes is one) whose ``key`` is not a dict
@@ -157,6 +227,8 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
       whose verdict (a ``_`` prefix, Python internals, a mutating method) depends on nothing else.
       Without it, ``loop.last`` costs four ABC ``isinstance`` checks per loop step.
     """
+
+    code_generator_class = TemplateCodeGenerator
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -286,6 +358,11 @@ def format_size(size: int) -> str:
 
 def json_value(value: Any) -> str:
     """A value as a JSON string literal (numbers too: SONiC tables hold strings), fast."""
+    kind = type(value)
+    if kind is str:
+        return _encode_string(value)
+    if kind is int or kind is float:
+        return f'"{value}"'
     if isinstance(value, str):
         return _encode_string(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
