@@ -26,7 +26,7 @@ import stat
 from importlib import resources
 from json.encoder import encode_basestring as _encode_string
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import jinja2
 import jinja2.runtime
@@ -37,6 +37,10 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.loaders import split_template_path
 
 from ..errors import TopoError
+from .template_memo import IncludeMemo, template_needs
+
+#: A template not looked at yet for a memo.
+_NO_MEMO = object()
 
 
 class TemplateError(TopoError):
@@ -73,6 +77,10 @@ class TemplateLoader(jinja2.FileSystemLoader):
     >>> shutil.rmtree(folder)
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._read: dict[str, str] = {}
+
     def get_source(self, environment: Any, template: str) -> tuple[str, str, Callable[[], bool]]:
         pieces = split_template_path(template)
         for folder in self.searchpath:
@@ -95,7 +103,15 @@ class TemplateLoader(jinja2.FileSystemLoader):
             except OSError:
                 return False
 
+        self._read[template] = contents
         return contents, os.path.normpath(filename), uptodate
+
+    def load(self, environment: jinja2.Environment, name: str, globals: Any = None) -> jinja2.Template:
+        """Jinja2's load, keeping on the template the source it was compiled from (for its memo)."""
+        self._read = {}
+        template = super().load(environment, name, globals)
+        template.topo_source = self._read.get(name)  # type: ignore[attr-defined]
+        return template
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -180,6 +196,18 @@ class TemplateCodeGenerator(CodeGenerator):
             self.write(f"_v.{attr} if _v.__class__ is LoopContext else ")
         self.write(f"environment.getattr(_v, {attr!r}))")
 
+    def visit_Include(self, node: nodes.Include, frame: Frame) -> None:
+        if (node.ignore_missing or not node.with_context or self.environment.is_async or frame.buffer is not None
+                or not isinstance(node.template, nodes.Const) or not isinstance(node.template.value, str)
+                or not hasattr(self.environment, "render_include")):
+            super().visit_Include(node, frame)
+            return
+        self.writeline("template = environment.get_template(", node)
+        self.visit(node.template, frame)
+        self.write(f", {self.name!r})")
+        self.writeline(f"yield from environment.render_include(template, context.get_all(), "
+                       f"{self.dump_local_context(frame)})")
+
     def visit_Output(self, node: nodes.Output, frame: Frame) -> None:
         if (frame.require_output_check or frame.buffer is not None or frame.eval_ctx.volatile
                 or frame.eval_ctx.autoescape or self.environment.finalize is not None or self.environment.is_async):
@@ -230,9 +258,34 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
 
     code_generator_class = TemplateCodeGenerator
 
+    #: Whether an included template that reads the same values as before gives its text again
+    #: (:mod:`topo.outputs.template_memo`) instead of rendering it again.
+    memo_includes = True
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._safe_attributes: dict[tuple[type, str], bool] = {}
+        self._memos: dict[jinja2.Template, IncludeMemo | None] = {}
+
+    def render_include(self, template: jinja2.Template, parent: dict[str, Any],
+                       local_vars: dict[str, Any]) -> Iterator[str]:
+        """What ``{% include %}`` of ``template`` renders (with the includer's context): one text from
+        the template's memo where it has one, else Jinja2's render of it."""
+        context = template.new_context(parent, True, local_vars)
+        memo = self._memos.get(template, _NO_MEMO) if self.memo_includes else None
+        if memo is _NO_MEMO:
+            memo = self._memos[template] = self._memo_of(template)
+        if memo is None or not memo.useful:
+            return template.root_render_func(context)
+        return iter((memo.render(context.resolve_or_missing, lambda: self.concat(template.root_render_func(context))),))
+
+    def _memo_of(self, template: jinja2.Template) -> IncludeMemo | None:
+        source = getattr(template, "topo_source", None)
+        if source is None:
+            return None
+        needs = template_needs(self.parse(source, template.name, template.filename), set(self.filters),
+                               set(self.tests))
+        return IncludeMemo(needs) if needs is not None else None
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
