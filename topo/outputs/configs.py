@@ -201,6 +201,7 @@ class ConfigFacts:
                     "vendor_table_xoff": vendor[1] if vendor else None,
                 }
         self._layouts: dict[tuple, dict[str, Any]] = {}
+        self._ports: dict[tuple[int, int, int, int], tuple[str, str, str, int]] = {}
         self._tier_profiles: dict[int, list[dict[str, Any]]] = {}
 
     def end_breakout(self, tier: int, kind: str) -> int:
@@ -283,45 +284,50 @@ class ConfigFacts:
         names = f.names
         tier = int(f.tier[v])
         role = ROLES[tier]
-        lanes = self.lanes[tier]
         platform = self.platforms[tier]
         chassis = self.chassis[tier]
-        rows = range(int(e.starts[v]), int(e.starts[v + 1]))
+        lo, hi = int(e.starts[v]), int(e.starts[v + 1])
+        peers = e.peer[lo:hi]
+        rows = zip(e.port[lo:hi].tolist(), e.lane[lo:hi].tolist(), peers.tolist(), e.kind[lo:hi].tolist(),
+                   f.tier[peers].tolist(), e.breakout[lo:hi].tolist(), e.peer_port[lo:hi].tolist(),
+                   e.peer_lane[lo:hi].tolist(), e.peer_breakout[lo:hi].tolist(), e.upward[lo:hi].tolist(),
+                   self.end_ip[lo:hi], self.end_peer_ip[lo:hi], e.ip[lo:hi].tolist(), e.peer_ip[lo:hi].tolist(),
+                   f.addressing.asn[peers].tolist())
         used: dict[int, list[dict[str, Any]]] = {}
         neighbors = []
-        for r in rows:
-            port, lane, peer = int(e.port[r]), int(e.lane[r]), int(e.peer[r])
-            kind = KIND_NAMES[int(e.kind[r])]
-            to_server = int(f.tier[peer]) == 0
-            breakout = int(e.breakout[r])
-            name = sonic_port_name(port, lane, lanes, breakout)
+        cable_m, speeds = self.cable_m[tier], self.speeds
+        for (port, lane, peer, k, peer_tier, breakout, peer_port, peer_lane, peer_breakout, upward, ip, peer_ip,
+             numbered, peer_numbered, peer_asn) in rows:
+            kind = KIND_NAMES[k]
+            to_server = peer_tier == 0
+            name, alias, lane_list, index = self.port_facts(tier, port, lane, breakout)
             if to_server and plan.homes == 2:
-                peer_name = f"{names[peer]}:{member_port(*divmod(int(e.peer_port[r]), 2))}"
+                peer_name = f"{names[peer]}:{member_port(*divmod(peer_port, 2))}"
             elif to_server:
-                peer_name = f"{names[peer]}:{rdma_device(int(e.peer_port[r]))}"
+                peer_name = f"{names[peer]}:{rdma_device(peer_port)}"
             else:
-                peer_lanes = self.lanes[int(f.tier[peer])]
-                peer_name = f"{names[peer]}:" + sonic_port_name(int(e.peer_port[r]), int(e.peer_lane[r]), peer_lanes,
-                                                                int(e.peer_breakout[r]))
-            ip = self.end_ip[r] if e.ip[r] else None
-            peer_ip = self.end_peer_ip[r] if e.peer_ip[r] else None
+                peer_name = f"{names[peer]}:" + sonic_port_name(peer_port, peer_lane, self.lanes[peer_tier],
+                                                                peer_breakout)
+            ip = ip if numbered else None
+            peer_ip = peer_ip if peer_numbered else None
+            peer_port_name = peer_name.split(":", 1)[1]
             entry = {
                 "name": name,
                 "port": port,
                 "lane": lane,
                 "breakout": breakout,
-                "alias": self.port_alias(port, lane, breakout, tier),
-                "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout, tier)),
-                "index": self.port_index(port, tier),
-                "speed_mbps": self.speeds[kind] * 1000,
+                "alias": alias,
+                "lanes": lane_list,
+                "index": index,
+                "speed_mbps": speeds[kind] * 1000,
                 "kind": kind,
-                "direction": "up" if e.upward[r] else "down",
+                "direction": "up" if upward else "down",
                 "peer": names[peer],
-                "peer_port": peer_name.split(":", 1)[1],
+                "peer_port": peer_port_name,
                 "description": f"to {peer_name}",
                 "ip": f"{ip}/31" if ip else None,
                 "peer_ip": peer_ip,
-                "cable_m": self.cable_m[tier][kind],
+                "cable_m": cable_m[kind],
                 "buffer_profile": self.buffer_profiles[tier, kind]["name"],
                 "admin_status": "up",
             }
@@ -331,9 +337,9 @@ class ConfigFacts:
                     "address": peer_ip,
                     "local_address": ip,
                     "interface": name,
-                    "asn": int(f.addressing.asn[peer]),
+                    "asn": peer_asn,
                     "peer": names[peer],
-                    "peer_port": entry["peer_port"],
+                    "peer_port": peer_port_name,
                 })
         ports = []
         for port in range(1, self.radix[tier] + 1):
@@ -347,11 +353,13 @@ class ConfigFacts:
             speed = entries[0]["speed_mbps"] if entries else self.port_gbps[tier] * 1000
             by_lane = {p["lane"]: p for p in entries}
             for lane in range(1, breakout + 1):
-                ports.append(by_lane.get(lane) or {
-                    "name": sonic_port_name(port, lane, lanes, breakout), "port": port, "lane": lane,
-                    "breakout": breakout, "alias": self.port_alias(port, lane, breakout, tier),
-                    "lanes": ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout, tier)),
-                    "index": self.port_index(port, tier),
+                if lane in by_lane:
+                    ports.append(by_lane[lane])
+                    continue
+                name, alias, lane_list, index = self.port_facts(tier, port, lane, breakout)
+                ports.append({
+                    "name": name, "port": port, "lane": lane,
+                    "breakout": breakout, "alias": alias, "lanes": lane_list, "index": index,
                     "speed_mbps": speed, "kind": None, "direction": None, "peer": None,
                     "peer_port": None, "description": "unused", "ip": None, "peer_ip": None,
                     "cable_m": None, "buffer_profile": None, "admin_status": "down",
@@ -384,6 +392,19 @@ class ConfigFacts:
                                                              tier),
             "chassis": chassis,
         }
+
+    def port_facts(self, tier: int, port: int, lane: int, breakout: int) -> tuple[str, str, str, int]:
+        """A port's SONiC name, alias, SerDes lanes (as the PORT table writes them) and index: the
+        same on every switch of a tier, so made once."""
+        key = (tier, port, lane, breakout)
+        facts = self._ports.get(key)
+        if facts is None:
+            lanes = self.lanes[tier]
+            facts = self._ports[key] = (
+                sonic_port_name(port, lane, lanes, breakout), self.port_alias(port, lane, breakout, tier),
+                ",".join(str(x) for x in self.port_lanes(port, lane, lanes, breakout, tier)),
+                self.port_index(port, tier))
+        return facts
 
     def tier_buffer_profiles(self, tier: int) -> list[dict[str, Any]]:
         """The lossless buffer profiles a tier's switches list, one per name, by link kind: every
