@@ -155,8 +155,6 @@ class ConfigFacts:
         self.radix = {t: tier_switch(spec, t).radix for t in tiers}
         self.chassis = {t: tier_switch(spec, t).chassis for t in tiers}
         self.ends = _ends(fabric)
-        self.end_ip = ip_text(self.ends.ip)  # dotted quads of every link end, made once
-        self.end_peer_ip = ip_text(self.ends.peer_ip)
         self.loopbacks = [""] * fabric.plan.nodes + ip_text(fabric.addressing.loopback[fabric.plan.nodes:])
         plan = fabric.plan
         # each kind's link speed: where tiers of different port speeds meet, the slower port's
@@ -291,13 +289,13 @@ class ConfigFacts:
         rows = zip(e.port[lo:hi].tolist(), e.lane[lo:hi].tolist(), peers.tolist(), e.kind[lo:hi].tolist(),
                    f.tier[peers].tolist(), e.breakout[lo:hi].tolist(), e.peer_port[lo:hi].tolist(),
                    e.peer_lane[lo:hi].tolist(), e.peer_breakout[lo:hi].tolist(), e.upward[lo:hi].tolist(),
-                   self.end_ip[lo:hi], self.end_peer_ip[lo:hi], e.ip[lo:hi].tolist(), e.peer_ip[lo:hi].tolist(),
+                   e.ip[lo:hi].tolist(), e.peer_ip[lo:hi].tolist(),
                    f.addressing.asn[peers].tolist())
         used: dict[int, list[dict[str, Any]]] = {}
         neighbors = []
         cable_m, speeds = self.cable_m[tier], self.speeds
         for (port, lane, peer, k, peer_tier, breakout, peer_port, peer_lane, peer_breakout, upward, ip, peer_ip,
-             numbered, peer_numbered, peer_asn) in rows:
+             peer_asn) in rows:
             kind = KIND_NAMES[k]
             to_server = peer_tier == 0
             name, alias, lane_list, index = self.port_facts(tier, port, lane, breakout)
@@ -308,8 +306,8 @@ class ConfigFacts:
             else:
                 peer_name = f"{names[peer]}:" + sonic_port_name(peer_port, peer_lane, self.lanes[peer_tier],
                                                                 peer_breakout)
-            ip = ip if numbered else None
-            peer_ip = peer_ip if peer_numbered else None
+            ip = _dotted(ip) if ip else None  # 0: unnumbered
+            peer_ip = _dotted(peer_ip) if peer_ip else None
             peer_port_name = peer_name.split(":", 1)[1]
             entry = {
                 "name": name,
@@ -491,6 +489,11 @@ class ConfigFacts:
             "vlan": PAIR_VLAN,
             "gateway": f"{ip_text(np.array([pair_gateway(int(block.network_address))]))[0]}/{block.prefixlen}",
         }
+
+
+def _dotted(address: int) -> str:
+    """An IPv4 address (an int) as a dotted quad (:func:`topo.addressing.ip_text` for one)."""
+    return f"{address >> 24}.{(address >> 16) & 255}.{(address >> 8) & 255}.{address & 255}"
 
 
 def _queue_role(q: QosProfile, queue: int) -> dict[str, Any]:
