@@ -261,13 +261,32 @@ def _wait_for_configs(proc: subprocess.Popen, timeout: float = 60) -> list[str]:
 @pytest.mark.slow
 def test_a_killed_build_leaves_a_folder_the_next_build_removes(tmp_path):
     # the analysis comes before the configs and is not what is interrupted here: left out, to be quick
-    proc = topo_process("build", "--gpus", "4096", "--no-analysis", "-o", "out", "-j", "2", cwd=tmp_path)
+    proc = topo_process("build", "--gpus", "16384", "--no-analysis", "-o", "out", "-j", "2", cwd=tmp_path)
     _wait_for_configs(proc)
     proc.kill()
     proc.wait(10)
     assert leftovers(tmp_path) and not (tmp_path / "out").exists()
     assert run_in(tmp_path, "build", "--gpus", 16, "-o", tmp_path / "out", "-q").exit_code == 0
     assert leftovers(tmp_path) == []
+
+
+def test_an_error_while_the_config_workers_run_stops_them_and_writes_nothing(tmp_path, monkeypatch):
+    """topo build starts the config processes right after the fabric; an error in this process
+    meanwhile (here in the design review) stops them before the folder is tidied away."""
+    import multiprocessing
+
+    import topo.outputs.report as report
+    from topo.errors import TopoError
+
+    def fails(*args, **kwargs):
+        assert len(multiprocessing.active_children()) == 2  # the workers are rendering by now
+        raise TopoError("the review failed")
+
+    monkeypatch.setattr(report, "review", fails)
+    result = run_in(tmp_path, "build", "--gpus", 4096, "--no-analysis", "-o", "out", "-j", 2, "-q")
+    one_error(result, "the review failed")
+    assert multiprocessing.active_children() == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder, no temporary folder
 
 
 def run_in(folder: Path, *args):
@@ -285,7 +304,7 @@ def run_in(folder: Path, *args):
                                                   (signal.SIGTERM, 143, "Error: terminated")])
 def test_an_interrupted_build_ends_cleanly(tmp_path, attempt, sig, status, message):
     # the analysis comes before the configs and is not what is interrupted here: left out, to be quick
-    proc = topo_process("build", "--gpus", "4096", "--no-analysis", "-o", "out", "-j", "2", cwd=tmp_path)
+    proc = topo_process("build", "--gpus", "16384", "--no-analysis", "-o", "out", "-j", "2", cwd=tmp_path)
     _wait_for_configs(proc)
     time.sleep(0.2 * attempt)
     proc.send_signal(sig)

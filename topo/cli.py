@@ -14,7 +14,7 @@ import re
 import signal
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -705,6 +705,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
     from .outputs.build import build_files
     from .outputs.cabling import cabling_line, plan_cabling
     from .outputs.caveats import caveats
+    from .outputs.configs import ConfigJob
     from .outputs.report import review
     from .outputs.summary import summarize
     from .outputs.writer import OutputFolder
@@ -722,9 +723,15 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
         check_addressing(spec, plan)  # refuse an impossible spec before any work
         check_memory(spec, plan)
         server = resolve_server(spec, base_dir)
-        with folder:
+        with folder, ExitStack() as stack:
             with progress.stage(f"building {spec.gpus:,} GPUs"):
                 fabric = build_fabric(spec)
+            configs = not no_configs and is_ethernet(fabric)
+            workers = jobs or os.cpu_count() or 1
+            # the switch configs are rendered and written by worker processes from now on, while
+            # this one analyses and writes the rest; leaving the block (an error too) stops them
+            # before the folder is tidied away
+            job = stack.enter_context(ConfigJob(fabric, templates, workers, folder.tmp)) if configs else None
             analysis, parts = None, 0
             if not no_analysis:  # only then the analyses are imported
                 from .analysis.analyze import analyze, what_if_parts
@@ -734,7 +741,6 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
                 parts = what_if_parts(fabric)
             cabling = plan_cabling(fabric)  # after the analysis: its arrays need not live through it
             summary = summarize(fabric, cabling)
-            configs = not no_configs and is_ethernet(fabric)
             switches = len(fabric.names) - fabric.plan.nodes
             warnings = caveats(fabric, analysis, cabling, server, configs=not no_configs)
             with progress.stage("what-ifs for the design review") if parts else nullcontext():
@@ -744,7 +750,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
             files = build_files(
                 fabric, summary, analysis, templates, configs, base_dir, cabling, server,
                 progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
-                workers=jobs or os.cpu_count() or 1, warnings=warnings, reviewed=reviewed, sink=folder.tmp)
+                workers=workers, warnings=warnings, reviewed=reviewed, sink=folder.tmp, config_job=job)
             with progress.stage(f"writing {out}/"):
                 count = folder.write(files)
         progress.say(f"wrote {count:,} files")

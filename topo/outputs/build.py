@@ -20,7 +20,7 @@ from .caveats import caveats
 from ..fabric import ROLES, Fabric, is_ethernet
 from ..servers import resolve_server
 from .cabling import cabling_files, cabling_line, plan_cabling
-from .configs import CONFIG_OUTPUTS, config_files
+from .configs import CONFIG_OUTPUTS, ConfigJob, config_files
 from .design import core_files, spec_and_inputs
 from .exports import EXPORT_OUTPUTS, FULL_DOT_MAX_LINKS, export_files
 from .manifest import with_manifest
@@ -111,7 +111,7 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
                 server: "ServerProfile | None" = None,
                 progress: Callable[[int], None] | None = None, workers: int = 1,
                 warnings: "list[Caveat] | None" = None, reviewed: Review | None = None,
-                sink: str | Path | None = None) -> Iterator[tuple[str, Any]]:
+                sink: str | Path | None = None, config_job: ConfigJob | None = None) -> Iterator[tuple[str, Any]]:
     """Every file of a build folder as ``(path, text)``, made one after the other; the last is the
     build stamp (:mod:`topo.outputs.manifest`) that lists the others.
 
@@ -123,6 +123,9 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     which ``workers`` processes render (the bytes do not depend on it). With ``sink`` (the
     temporary folder of the :class:`~topo.outputs.writer.OutputFolder` the files go to) those
     processes write the switch configs themselves (see :func:`topo.outputs.configs.config_files`).
+    ``config_job`` is a :class:`~topo.outputs.configs.ConfigJob` of this fabric and these templates
+    started earlier (by ``topo build``, right after the fabric is built), whose files are taken
+    instead of rendering them here.
     """
     user_dirs = tuple(user_dirs)
     configs = configs and is_ethernet(fabric)
@@ -133,13 +136,14 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     if reviewed is None:
         reviewed = review(fabric, summary, cabling, analysis, warnings, server, base_dir=base_dir)
     yield from with_manifest(_files(fabric, summary, analysis, user_dirs, configs, base_dir, cabling, server,
-                                    progress, workers, warnings, reviewed, sink))
+                                    progress, workers, warnings, reviewed, sink, config_job))
 
 
 def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_dirs: tuple,
            configs: bool, base_dir: str | Path | None, cabling: "Cabling", server: "ServerProfile",
            progress: Callable[[int], None] | None, workers: int,
-           warnings: "list[Caveat]", reviewed: Review, sink: str | Path | None) -> Iterator[tuple[str, Any]]:
+           warnings: "list[Caveat]", reviewed: Review, sink: str | Path | None,
+           config_job: ConfigJob | None) -> Iterator[tuple[str, Any]]:
     env = template_environment(user_dirs)
     yield from core_files(fabric, summary, analysis, cabling, base_dir, warnings).items()
     yield from placement_files(fabric, env).items()
@@ -148,7 +152,9 @@ def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_d
     yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
     report = report_files([reviewed], user_dirs, in_build=True)
     yield from report.items()
-    if configs:
+    if configs and config_job is not None:
+        yield from config_job.files(progress)
+    elif configs:
         yield from config_files(fabric, user_dirs, workers=workers, progress=progress, sink=sink)
     yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir, warnings,
                               report)

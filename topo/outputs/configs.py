@@ -648,41 +648,76 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     :class:`~topo.outputs.manifest.Written` (their digest and size) instead of their text: no
     rendered text crosses between processes. The packaged templates make valid JSON (the tests
     check it); with ``user_dirs`` every ``config_db.json`` is parsed to check its template.
+    :class:`ConfigJob` starts the same work at once, to be collected later.
     """
-    if not is_ethernet(fabric):
-        return
-    switches = list(range(fabric.first(1), len(fabric.names)))
-    chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
-    done = 0
-    pool = None
-    if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
-        try:
-            pool = multiprocessing.get_context("fork").Pool(
-                workers, initializer=_init_pool_worker, initargs=(fabric, tuple(user_dirs), sink))
-        except OSError:  # no shared memory for the pool's locks (a /dev/shm one may not write)
-            pool = None
-    if pool is not None:
-        with pool:
-            for chunk, files in zip(chunks, pool.imap(_render_chunk, chunks)):
+    with ConfigJob(fabric, user_dirs, workers, sink) as job:
+        yield from job.files(progress)
+
+
+class ConfigJob:
+    """The switch configs of a fabric (:func:`config_files`), rendered from the moment the job is
+    made: with ``workers`` > 1 and a ``sink``, the worker processes render and write every switch
+    while this process goes on with other work (``topo build`` analyses the fabric and writes the
+    other files meanwhile), and :meth:`files` collects what they wrote, in order. Without a sink
+    or with one worker, :meth:`files` renders as it goes. Use it as a context manager: leaving it
+    stops the workers, whatever they were doing."""
+
+    def __init__(self, fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: int = 1,
+                 sink: str | Path | None = None) -> None:
+        self.fabric, self.user_dirs, self.sink = fabric, tuple(user_dirs), sink
+        switches = list(range(fabric.first(1), len(fabric.names))) if is_ethernet(fabric) else []
+        self.chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
+        self.pool = None
+        self.results: Iterator[list[tuple[str, Any]]] | None = None
+        if workers > 1 and len(self.chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            try:
+                context = multiprocessing.get_context("fork")
+                self.pool = context.Pool(workers, initializer=_init_pool_worker,
+                                         initargs=(fabric, self.user_dirs, sink))
+            except OSError:  # no shared memory for the pool's locks (a /dev/shm one may not write)
+                self.pool = None
+        if self.pool is not None:
+            self.results = self.pool.imap(_render_chunk, self.chunks)  # the workers start now
+
+    def __enter__(self) -> "ConfigJob":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers (at once, if they are still rendering)."""
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+
+    def files(self, progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, "str | Written"]]:
+        """Every switch's files, in fabric order, then the host files; ``progress(switches_done)``
+        as they come."""
+        if not self.chunks:
+            return
+        done = 0
+        if self.results is not None:
+            for chunk, files in zip(self.chunks, self.results):
                 yield from files
                 done += len(chunk)
                 if progress:
                     progress(done)
-    else:
-        _init_worker(fabric, tuple(user_dirs), sink)
-        for chunk in chunks:
-            files = _render_chunk(chunk)
-            yield from files
-            done += len(chunk)
-            if progress:
-                progress(done)
-    if pool is not None:  # this process's worker state is another call's (or none): make this fabric's
-        _init_worker(fabric, tuple(user_dirs), sink)
-    env, shared = _WORKER["env"], _WORKER["shared"]
-    node = host_node_facts(fabric)
-    yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
-                                               {"fabric": shared, "node": node, "version": __version__})
-    yield "hosts/addresses.csv", host_addresses_csv(fabric)
+            self.close()
+            _init_worker(self.fabric, self.user_dirs, self.sink)  # this process's state is another call's
+        else:
+            _init_worker(self.fabric, self.user_dirs, self.sink)
+            for chunk in self.chunks:
+                yield from _render_chunk(chunk)
+                done += len(chunk)
+                if progress:
+                    progress(done)
+        env, shared = _WORKER["env"], _WORKER["shared"]
+        node = host_node_facts(self.fabric)
+        yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
+                                                   {"fabric": shared, "node": node, "version": __version__})
+        yield "hosts/addresses.csv", host_addresses_csv(self.fabric)
 
 
 #: Switches rendered per task (one worker task, one progress step).
