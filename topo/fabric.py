@@ -492,43 +492,89 @@ def vertex_attributes(fabric: "Fabric") -> list[dict[str, Any]]:
     return [attrs(i) for i in range(len(fabric.names))]
 
 
+@dataclass(frozen=True, eq=False)
+class EdgeGroup:
+    """Edges whose attributes have the same names (one link kind): their positions in the edge
+    order (``fabric.links`` row by row, then the peer links), and each attribute as a column of
+    values in that order, or as one value that all of them share."""
+
+    rows: np.ndarray
+    names: tuple[str, ...]  # the attributes, in the order an edge's dict lists them
+    columns: tuple[Any, ...]  # per attribute: a list of values (one per row), or a Shared value
+
+
+@dataclass(frozen=True)
+class Shared:
+    """An attribute value that every edge of an :class:`EdgeGroup` has."""
+
+    value: Any
+
+
+def edge_groups(fabric: "Fabric") -> list[EdgeGroup]:
+    """The attributes of every edge of the fabric's graph (docs/fabric.md), a link kind at a time:
+    made in bulk from the arrays, for files written without per-edge objects (GraphML) and for
+    :func:`edge_attributes`. Groups come in the order of their first edge."""
+    plan, links, peer = fabric.plan, fabric.links, fabric.peer_links
+    planes, homes = plan.planes, plan.homes
+    lane_attr = [None] + [(f"{PORT_ATTRS[k][0][:-5]}_lane" if plan.lanes(k)[0] > 1
+                           else f"{PORT_ATTRS[k][1][:-5]}_lane" if plan.lanes(k)[1] > 1 else None)
+                          for k in (1, 2)]
+    groups = []
+    for k in np.unique(links.kind).tolist():
+        rows = np.flatnonzero(links.kind == k)
+        lo_name, hi_name = PORT_ATTRS[k]
+        lo_port = links.lo_port[rows]
+        names = ["kind", "bandwidth_gbps", lo_name, hi_name]
+        columns: list[Any] = [Shared(LINK_KINDS[k]), links.gbps[rows].tolist(), lo_port.tolist(),
+                              links.hi_port[rows].tolist()]
+        if k and lane_attr[k]:  # the broken-out end's lane, where tiers of different port speeds meet
+            names.append(lane_attr[k])
+            columns.append(links.lane[rows].tolist())
+        if k == 0:
+            names.append("lane")
+            columns.append(links.lane[rows].tolist())
+            if planes > 1:
+                names.append("plane")
+                columns.append((lo_port % planes).tolist())
+            elif homes > 1:  # member m of NIC r's bond is server link r * 2 + m: "nic" is r
+                nic, member = np.divmod(lo_port.astype(np.int64), homes)
+                columns[names.index("nic")] = nic.tolist()
+                names.append("member")
+                columns.append(member.tolist())
+        groups.append(EdgeGroup(rows, tuple(names), tuple(columns)))
+    if peer is not None and len(peer):
+        port = peer.lo_port.tolist()
+        groups.append(EdgeGroup(len(links) + np.arange(len(peer)),
+                                ("kind", "bandwidth_gbps", "leaf_port", "peer_port"),
+                                (Shared(PEER_LINK), peer.gbps.tolist(), port, port)))
+    return sorted(groups, key=lambda g: int(g.rows[0]) if len(g.rows) else 0)
+
+
+def edge_ends(fabric: "Fabric") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every edge's lower and upper vertex and its key (parallel links of a pair of vertices
+    numbered from 0), in edge order: the links, then the peer links."""
+    links, peer, plan = fabric.links, fabric.peer_links, fabric.plan
+    lo, hi = links.lo, links.hi
+    key = edge_keys(links.lo, links.hi, len(fabric.names))  # parallel links: keys 0, 1, ... in row order
+    if peer is not None and len(peer):
+        lo, hi = np.concatenate([lo, peer.lo]), np.concatenate([hi, peer.hi])
+        key = np.concatenate([key, np.arange(len(peer)) % max(plan.peer_ports, 1)])
+    return lo, hi, key
+
+
 def edge_attributes(fabric: "Fabric") -> list[tuple[str, str, int, dict[str, Any]]]:
     """Every link as (lower end, upper end, key, attributes) in link order, then a dual-ToR
     fabric's peer links: what the graph's edges carry (the key numbers the parallel links of a
     pair of vertices from 0), made from the arrays without the graph."""
-    plan, links, names, peer = fabric.plan, fabric.links, fabric.names, fabric.peer_links
-    planes, homes = plan.planes, plan.homes
-    lo, hi = links.lo.tolist(), links.hi.tolist()
-    lo_port, hi_port, lane = links.lo_port.tolist(), links.hi_port.tolist(), links.lane.tolist()
-    kind, gbps = links.kind.tolist(), links.gbps.tolist()
-    key = edge_keys(links.lo, links.hi, len(names)).tolist()  # parallel links: keys 0, 1, ... in row order
-
-    lane_attr = [None] + [(f"{PORT_ATTRS[k][0][:-5]}_lane" if plan.lanes(k)[0] > 1
-                           else f"{PORT_ATTRS[k][1][:-5]}_lane" if plan.lanes(k)[1] > 1 else None)
-                          for k in (1, 2)]
-
-    def edge(e: int):
-        k = kind[e]
-        lo_name, hi_name = PORT_ATTRS[k]
-        a = {"kind": LINK_KINDS[k], "bandwidth_gbps": gbps[e], lo_name: lo_port[e], hi_name: hi_port[e]}
-        if k and lane_attr[k]:  # the broken-out end's lane, where tiers of different port speeds meet
-            a[lane_attr[k]] = lane[e]
-        if k == 0:
-            a["lane"] = lane[e]
-            if planes > 1:
-                a["plane"] = lo_port[e] % planes
-            elif homes > 1:  # member m of NIC r's bond is server link r * 2 + m
-                a["nic"], a["member"] = divmod(lo_port[e], homes)
-        return names[lo[e]], names[hi[e]], key[e], a
-
-    out = [edge(e) for e in range(len(links))]
-    if peer is not None:
-        out += [(names[a], names[b], k, {"kind": PEER_LINK, "bandwidth_gbps": speed, "leaf_port": port,
-                                         "peer_port": port})
-                for a, b, k, port, speed in zip(peer.lo.tolist(), peer.hi.tolist(),
-                                                (np.arange(len(peer)) % max(plan.peer_ports, 1)).tolist(),
-                                                peer.lo_port.tolist(), peer.gbps.tolist())]
-    return out
+    names = fabric.names
+    lo, hi, key = (a.tolist() for a in edge_ends(fabric))
+    attrs: list[Any] = [None] * len(lo)
+    for group in edge_groups(fabric):
+        n = len(group.rows)
+        columns = [c if not isinstance(c, Shared) else [c.value] * n for c in group.columns]
+        for row, values in zip(group.rows.tolist(), zip(*columns)):
+            attrs[row] = dict(zip(group.names, values))
+    return [(names[a], names[b], k, d) for a, b, k, d in zip(lo, hi, key, attrs)]
 
 
 #: Peak memory of building, analysing and writing a fabric: a fixed part and a part per link.

@@ -34,8 +34,8 @@ import numpy as np
 from .. import __version__
 from ..addressing import bond_name, ip_text, server_block_size, sonic_port_name
 from ..errors import TopoError
-from ..fabric import (KIND_NAMES, PEER_KIND, ROLES, Fabric, edge_attributes, is_ethernet, switch_port_names,
-                      vertex_attributes)
+from ..fabric import (KIND_NAMES, PEER_KIND, ROLES, Fabric, Shared, edge_attributes, edge_ends, edge_groups,
+                      is_ethernet, switch_port_names, vertex_attributes)
 from ..fabric import cabled_links as all_links
 from .summary import switch_breakouts as summary_breakouts
 from ..spec import tier_switch
@@ -172,9 +172,39 @@ def fabric_edges(fabric: Fabric) -> list[tuple[str, str, dict]]:
 def fabric_graphml(fabric: Fabric) -> str:
     """The fabric's graph as GraphML (``graph/fabric.graphml``), written from the arrays: the same
     text as :func:`graphml_text` of ``fabric.graph`` and :func:`fabric_edges`, without building
-    the networkx graph."""
+    the networkx graph or a Python object per edge (the edges are written a link kind at a time,
+    each from one format and the attribute columns of :func:`topo.fabric.edge_groups`)."""
     nodes = list(zip(fabric.names, vertex_attributes(fabric)))
-    return _graphml({"name": fabric.spec.name}, nodes, fabric_edges(fabric), directed=False)
+    groups = edge_groups(fabric)
+    # the keys as the edges' dicts declare them: each group's names, groups in edge order
+    samples = [dict(zip(g.names, (c.value if isinstance(c, Shared) else c[0] for c in g.columns)))
+               for g in groups if len(g.rows)]
+    lo, hi, _ = edge_ends(fabric)
+    ids = np.array([_xml(str(n)) for n in fabric.names], dtype=object)
+    lines = np.empty(len(lo), dtype=object)
+    ekeys = _graphml_keys(samples, "edge")
+    for group in groups:
+        if not len(group.rows):
+            continue
+        text, values = ['    <edge id="%d" source="%s" target="%s">'], [group.rows.tolist(),
+                                                                        ids[lo[group.rows]].tolist(),
+                                                                        ids[hi[group.rows]].tolist()]
+        for name, column in zip(group.names, group.columns):
+            key, kind = ekeys[name]
+            head = f'<data key="{_xml(key)}">'
+            if isinstance(column, Shared):
+                if column.value is not None:
+                    text.append(head + _GRAPHML_FORMAT[kind](column.value).replace("%", "%%") + "</data>")
+                continue
+            if any(v is None for v in column):
+                raise ExportError(f"edge attribute {name!r} is missing on some edges")  # not made so
+            text.append(head + "%s</data>")
+            values.append(column if kind == "long" and type(column[0]) is int else list(map(_GRAPHML_FORMAT[kind],
+                                                                                            column)))
+        line = "".join(text) + "</edge>\n"
+        lines[group.rows] = [line % row for row in zip(*values)]
+    return _graphml({"name": fabric.spec.name}, nodes, [], directed=False, ekeys=ekeys,
+                    edge_lines=lines.tolist())
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,11 +314,14 @@ def graphml_text(graph: nx.Graph, edges: list[tuple[Any, Any, dict]] | None = No
 
 
 def _graphml(graph_attrs: dict, nodes: list[tuple[Any, dict]], edges: list[tuple[Any, Any, dict]],
-             directed: bool) -> str:
-    """GraphML of a graph given as its attributes, its (node, attributes) and (u, v, attributes)."""
+             directed: bool, ekeys: dict[str, tuple[str, str]] | None = None,
+             edge_lines: list[str] | None = None) -> str:
+    """GraphML of a graph given as its attributes, its (node, attributes) and (u, v, attributes);
+    or with its edges' keys and their lines written already (``ekeys`` and ``edge_lines``)."""
     gkeys = _graphml_keys([graph_attrs], "graph")
     nkeys = _graphml_keys((d for _, d in nodes), "node")
-    ekeys = _graphml_keys((d for *_, d in edges), "edge")
+    if ekeys is None:
+        ekeys = _graphml_keys((d for *_, d in edges), "edge")
     out = [_GRAPHML_HEAD]
     for domain, keys in (("graph", gkeys), ("node", nkeys), ("edge", ekeys)):
         for name, (key, kind) in keys.items():
@@ -304,6 +337,7 @@ def _graphml(graph_attrs: dict, nodes: list[tuple[Any, dict]], edges: list[tuple
     out.extend(f'    <node id="{ids[n]}">{node_data(d)}</node>\n' for n, d in nodes)
     out.extend(f'    <edge id="{e}" source="{ids[u]}" target="{ids[v]}">{edge_data(d)}</edge>\n'
                for e, (u, v, d) in enumerate(edges))
+    out.extend(edge_lines or ())
     out.append("  </graph>\n</graphml>\n")
     return "".join(out)
 
