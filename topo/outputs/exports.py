@@ -694,17 +694,17 @@ def _lab_addresses(fabric: Fabric) -> dict[int, list[tuple[str, str]]]:
     with numbered links each switch-to-switch /31 (the upper end even, the lower end odd), as the
     switch's config_db.json sets them on SONiC."""
     links, addressing = fabric.links, fabric.addressing
-    out: dict[int, list[tuple[str, str]]] = {}
-    for v in range(fabric.first(1), len(fabric.names)):
-        out[v] = [("lo", f"{ip_text(addressing.loopback[[v]])[0]}/32")]
+    first = fabric.first(1)
+    loopbacks = ip_text(addressing.loopback[first:])
+    out: dict[int, list[tuple[str, str]]] = {v: [("lo", f"{ip}/32")] for v, ip in enumerate(loopbacks, first)}
     if not fabric.spec.unnumbered:
         rows = np.flatnonzero(links.kind >= 1)
         ips = ip_text(addressing.link_ip[rows])
         odd = ip_text(addressing.link_ip[rows] + 1)
         lo_name, hi_name = switch_port_names(fabric, links)
-        for i, r in enumerate(rows.tolist()):
-            out[int(links.hi[r])].append((hi_name[r], f"{ips[i]}/31"))
-            out[int(links.lo[r])].append((lo_name[r], f"{odd[i]}/31"))
+        for r, hi, lo, ip, ip_odd in zip(rows.tolist(), links.hi[rows].tolist(), links.lo[rows].tolist(), ips, odd):
+            out[hi].append((hi_name[r], f"{ip}/31"))
+            out[lo].append((lo_name[r], f"{ip_odd}/31"))
     return out
 
 
