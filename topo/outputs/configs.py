@@ -200,6 +200,7 @@ class ConfigFacts:
                 }
         self._layouts: dict[tuple, dict[str, Any]] = {}
         self._ports: dict[tuple[int, int, int, int], tuple[str, str, str, int]] = {}
+        self._host_pool: int | None = None
         self._tier_profiles: dict[int, list[dict[str, Any]]] = {}
 
     def end_breakout(self, tier: int, kind: str) -> int:
@@ -452,10 +453,11 @@ class ConfigFacts:
         """The leaf's block of server /31s (docs/configs.md), which it advertises as one route; with
         dual-ToR, its pair's server subnet (both leaves advertise it)."""
         f = self.fabric
+        if self._host_pool is None:
+            self._host_pool = int(ipaddress.IPv4Network(f.spec.host_pool).network_address)
         size = server_block_size(f.plan)
         block = (v - f.first(1)) // f.plan.homes
-        base = ipaddress.IPv4Network(f.spec.host_pool).network_address + block * size
-        return f"{base}/{33 - size.bit_length()}"
+        return f"{_dotted(self._host_pool + block * size)}/{33 - size.bit_length()}"
 
     def mclag(self, v: int, ports: list[dict[str, Any]]) -> dict[str, Any]:
         """A dual-ToR leaf's MCLAG facts: the domain with its peer (the pair's other leaf), the
