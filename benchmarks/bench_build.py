@@ -17,6 +17,8 @@ one size and run alone. A run measures, for one spec with default values except 
   cache) and writes it into a fresh folder, each folder made once, with nothing else; the full
   folder is compared with the folder without configs and with this floor, run by run (the
   disk's speed drifts between runs);
+* each of the three starts after ``os.sync()`` (not timed): the bytes the parts before it wrote are
+  on the disk, so that no part pays for another's writes;
 * baseline RSS: peak RSS after the imports, before any work;
 * peak RSS: peak RSS of the process after the folder without configs (absolute, nothing
   subtracted; the configs are rendered in worker processes).
@@ -90,7 +92,10 @@ def child(gpus: int, radix: int) -> None:
 
     baseline = _maxrss_kib()
     with tempfile.TemporaryDirectory(prefix="topo-bench-") as tmp:
-        # 1. the folder without configs (topo build --no-analysis --no-configs)
+        # 1. the folder without configs (topo build --no-analysis --no-configs); each part starts
+        # with what the parts before it wrote on the disk (os.sync, not timed), so that none pays
+        # for another's writes
+        os.sync()
         start = time.perf_counter()
         spec = load_spec({"gpus": gpus, "radix": radix})
         fabric = build_fabric(spec)
@@ -100,6 +105,7 @@ def child(gpus: int, radix: int) -> None:
         written = time.perf_counter()
         design_bytes = (Path(tmp) / "design" / "design.json").stat().st_size
         peak = _maxrss_kib()
+        os.sync()
         # 2. the whole folder, as topo build --no-analysis makes it: the config processes start
         # right after the fabric is built and write the switch configs while this one writes the rest
         start_full = time.perf_counter()
@@ -112,6 +118,7 @@ def child(gpus: int, radix: int) -> None:
         config_files = [p for p in files if p.relative_to(Path(tmp) / "full").parts[0] in ("switches", "hosts")]
         config_bytes = sum(p.stat().st_size for p in config_files)
         # 3. the write floor of that folder, right after it, on the same disk
+        os.sync()
         floor_s = write_floor(Path(tmp), ("full",), Path(tmp) / "floor")
     result = {
         "gpus": gpus,
