@@ -44,6 +44,11 @@ CHILDREN = {
 #: Templates the memo must leave alone (their output is not a function of what they read).
 NOT_MEMOISED = {
     "macro": "{% macro m(x) %}{{ x }}{% endmacro %}{{ m(sw.name) }}",
+    "namespace-assignment": "{% set ns.n = ns.n + 1 %}.",
+    "loop-cycle": "{% for p in sw.ports %}{{ loop.cycle('a', 'b') }}{% endfor %}",
+    "cycler": "{% set c = cycler('a', 'b') %}{{ c.next() }}",
+    "joiner": "{% set j = joiner(', ') %}{{ j() }}",
+    "dict-method-not-called": "{{ sw.get }}",
     "include": '{% include "other.j2" %}',
     "import": '{% import "other.j2" as o %}{{ sw.name }}',
     "random": "{{ sw.ports | random }}",
@@ -56,6 +61,11 @@ NOT_MEMOISED = {
     "with": "{% with x = sw.name %}{{ x }}{% endwith %}",
     "call-block": "{% macro m() %}{{ caller() }}{% endmacro %}{% call m() %}{{ sw.name }}{% endcall %}",
 }
+
+
+_NAN = float("nan")
+_DEEP: list = []
+_DEEP.append(_DEEP)  # a list that holds itself
 
 
 def _needs(source: str):
@@ -122,6 +132,38 @@ def test_a_memoised_include_renders_what_the_template_renders(tmp_path, child, s
     contexts = [{"sw": sw, "fabric": fabric} for sw in switches + switches[:3]]  # repeats: memo hits
     folder = _folder(tmp_path, child)
     assert _render_all(folder, contexts, memo=True) == _render_all(folder, contexts, memo=False)
+
+
+#: (including template, included template, contexts, what Jinja2 renders): state of the including
+#: template that changes under the same identity, which a memo must not key by it.
+INCLUDER_STATE = {
+    "outer-loop": ("{% for x in xs %}{% include 'child.j2' %}{{ ',' if not loop.last }}{% endfor %}",
+                   "{{ loop.index }}", [{"xs": [1, 2, 3]}], ["1,2,3"]),
+    "namespace": ("{% set ns = namespace(v=1) %}{% include 'child.j2' %}{% set ns.v = 2 %}{% include 'child.j2' %}",
+                  "{{ ns.v }}", [{}], ["12"]),
+    "cycler": ("{% set c = cycler('a', 'b') %}{% for i in [1, 2, 3] %}{% include 'child.j2' %}{% endfor %}",
+               "{{ c.next() }}", [{}], ["aba"]),
+    "macro-closure": ("{% macro m() %}{{ x }}{% endmacro %}{% set x = 1 %}{% include 'child.j2' %}{% set x = 2 %}"
+                      "{% include 'child.j2' %}", "{{ m() }}", [{}], ["12"]),
+    "child-changes-namespace": ("{% set ns = namespace(n=0) %}{% for x in [1, 2, 3] %}{% include 'child.j2' %}"
+                                "{% endfor %}{{ ns.n }}", "{% set ns.n = ns.n + 1 %}.", [{}], ["...3"]),
+    "loop-changed": ("{% for x in [1, 1, 2] %}{% if loop.first %}{% endif %}{% include 'child.j2' %}{% endfor %}",
+                     "{{ loop.changed(1) }}", [{}], ["TrueFalseFalse"]),
+    "for-over-loop": ("{% include 'child.j2' %}", "{% for p in ps %}[{% for q, l in loop %}{{ q }}{% endfor %}]"
+                      "{% endfor %}", [{"ps": ["a", "b", "c"]}, {"ps": ["x", "y", "z"]}], ["[bc]", "[yz]"]),
+    "nan": ("{% include 'child.j2' %}", "{{ sw.a == sw.b }}",
+            [{"sw": {"a": [_NAN], "b": [_NAN]}}, {"sw": {"a": [float("nan")], "b": [float("nan")]}}],
+            ["True", "False"]),
+    "deep-list": ("{% include 'child.j2' %}", "{{ x | length }}", [{"x": _DEEP}, {"x": _DEEP}], ["1", "1"]),
+}
+
+
+@pytest.mark.parametrize("main,child,contexts,expected", INCLUDER_STATE.values(), ids=INCLUDER_STATE)
+def test_the_including_templates_state_is_never_a_key(tmp_path, main, child, contexts, expected):
+    folder = _folder(tmp_path, child)
+    (folder / "main.j2").write_text(main)
+    assert _render_all(folder, contexts, memo=False) == expected
+    assert _render_all(folder, contexts, memo=True) == expected
 
 
 def test_the_memo_gives_back_a_text_only_for_the_same_values():

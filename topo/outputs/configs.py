@@ -750,7 +750,9 @@ def _init_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None = Non
     facts = ConfigFacts(fabric)
     shared = facts.shared()
     shared["name"] = fabric.spec.name
-    _WORKER.update(env=template_environment(user_dirs), facts=facts, shared=shared,
+    env = template_environment(user_dirs)
+    env.memo_includes = True  # each switch's facts are made for it and never changed
+    _WORKER.update(env=env, facts=facts, shared=shared,
                    sink=Path(sink) if sink is not None else None, made=set(), check=bool(user_dirs))
 
 

@@ -10,15 +10,24 @@ looks up, and below it the keys it reads (``sw.pfc_wd.action``), the lists it lo
 keys it reads of their items (``p.name`` of every ``p`` in ``sw.active_ports``). Anything it uses
 in any other way (printed, compared, passed to a filter, a method called on it) it is taken to
 depend on whole. The key of one render is those values, read from the include's context: a
-string, number, boolean or ``None`` by its type and value, a short list or tuple of them item by
-item, anything else (a dict or a long list) by its identity, which the memo keeps alive (facts are
-never changed once made, and the immutable sandbox lets no template change them). So two renders
-with equal keys read equal data, and print the same text.
+string, number, boolean or ``None`` by its type and value (``0.0`` and ``-0.0`` apart, a NaN by
+identity), a short or shallow list, tuple or dict item by item, a bigger plain container by its
+identity, which the memo keeps alive. So two renders with equal keys read equal data, and print
+the same text, provided the facts are not changed between renders: topo turns the memo on only
+for the switch configs (:attr:`~topo.outputs.templating.TemplateSandbox.memo_includes`), whose
+facts are made for each switch and never changed, and the immutable sandbox lets no template
+change them. A render that reads anything else (the including template's loop, namespace,
+cycler or macro, whose state changes under the same identity; a method or attribute of an
+object) is rendered, not looked up.
 
-A template is not memoised when its output could depend on something else: a macro, block,
-include or import of its own, ``{% set %}`` blocks, recursive loops, loop controls, the
-``random`` filter, the ``lipsum`` global and the ``sameas`` test (identity), or any construct this
-module does not know. Such a template renders as Jinja2 renders it, every time.
+A template is not memoised when its output could depend on something else, or when it changes
+something: a macro, block, include or import of its own, ``{% set %}`` blocks, ``{% filter %}``,
+``{% with %}``, recursive loops, ``{% set ns.x = ... %}`` (it may change the including template's
+namespace), ``loop.changed`` and ``loop.cycle``, the ``cycler`` and ``joiner`` globals, the
+``random`` filter (also by name through ``map`` or ``select``), the ``lipsum`` global, the
+``sameas`` test (identity), a dict's method read without calling it, or any construct this module
+does not know. Such a template renders as Jinja2 renders it, every time. Only ``render`` is the
+same: a memoised include gives its text whole, so ``Template.generate`` streams it in one piece.
 """
 
 from __future__ import annotations
@@ -35,6 +44,11 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 IMPURE_FILTERS = frozenset({"random"})
 IMPURE_TESTS = frozenset({"sameas"})
 IMPURE_GLOBALS = frozenset({"lipsum"})
+#: Globals whose objects change as they are called, or print their identity.
+_STATEFUL_GLOBALS = frozenset({"cycler", "joiner"})
+#: A loop's plain values (no methods): what a memoised template may read of ``loop``.
+_LOOP_VALUES = frozenset({"index0", "index", "depth0", "depth", "length", "revindex0", "revindex", "first",
+                          "last", "previtem", "nextitem"})
 #: Filters that call another filter or test named by an argument (``map('random')``).
 _BY_NAME = frozenset({"map", "select", "reject", "selectattr", "rejectattr"})
 _IMPURE_NAMES = IMPURE_FILTERS | IMPURE_TESTS
@@ -54,19 +68,22 @@ class Unsupported(Exception):
     """A construct whose output could depend on more than the values this module tracks."""
 
 
+class Uncacheable(Exception):
+    """A value read that cannot be keyed (its state may change under the same identity): this
+    render is not looked up or kept."""
+
+
 class Need:
     """What a template reads of one value: all of it (``whole``), some of its keys (``attrs``),
     and what it reads of each item when it loops over it (``each``)."""
 
-    __slots__ = ("whole", "attrs", "each", "_items", "_last", "_last_key")
+    __slots__ = ("whole", "attrs", "each", "_items")
 
     def __init__(self) -> None:
         self.whole = False
         self.attrs: dict[str, Need] = {}
         self.each: Need | None = None
         self._items: tuple[tuple[str, Need], ...] | None = None
-        self._last: Any = _NOTHING
-        self._last_key: Any = None
 
     def attr(self, name: str) -> "Need":
         return self.attrs.setdefault(name, Need())
@@ -81,12 +98,11 @@ class Need:
         ``keep``, which must outlive the key)."""
         if self.whole:
             return whole(value, keep)
-        if value is self._last:  # the same (unchanging) object as last time: the same key
-            keep.append(value)
-            return self._last_key
         parts: list[Any] = []
         if self.attrs:
             if type(value) is not dict:
+                if any(hasattr(value, name) for name in self.attrs):  # a method, or an object's attribute
+                    raise Uncacheable(type(value).__name__)
                 return whole(value, keep)
             items = self._items
             if items is None:
@@ -98,11 +114,7 @@ class Need:
             if kind is not list and kind is not tuple:
                 return whole(value, keep)
             parts.append(self.each.freeze_items(value, keep))
-        key = tuple(parts)
-        if type(value) in _CONTAINERS:
-            self._last, self._last_key = value, key
-            keep.append(value)
-        return key
+        return tuple(parts)
 
     def freeze_items(self, items: list | tuple, keep: list) -> Any:
         """The key of every item of a list this need reads each item of. Items that are dicts of
@@ -118,7 +130,9 @@ class Need:
                     break
                 columns.append(column)
                 columns.append(kinds)
-                if float in kinds:  # -0.0 == 0.0 but prints otherwise
+                if float in kinds:  # -0.0 == 0.0 but prints otherwise; a NaN is equal only to itself
+                    if any(v != v for v in column):
+                        break
                     columns.append(tuple(map(repr, column)))
             else:
                 return tuple(columns)
@@ -144,31 +158,43 @@ class _Absent:
 
 
 _ABSENT = _Absent()
-_NOTHING = object()  # no value seen yet (never a template's value)
 _IDENTITY = object()  # first item of a key made from an object's identity
 _SCALARS = (str, int, bool, type(None))
-_CONTAINERS = (dict, list, tuple)
+#: Objects that a template cannot change and that print nothing of their identity, keyed by it when
+#: they are too big or too deep to key by value: facts (plain containers, never changed once
+#: made) and the globals' classes and built-in functions (``range``, ``dict``).
+_BY_IDENTITY = (dict, list, tuple, type, type(len))
+#: Deepest nesting keyed by value.
+VALUE_DEPTH = 8
 _DICT_ONLY = frozenset({dict})
 #: Values whose (value, type) is their key exactly (floats add their repr).
 _FLAT = frozenset({str, int, bool, float, type(None), _Absent})
 
 
-def whole(value: Any, keep: list) -> Any:
-    """The key of a value read whole: scalars by type and value, short sequences item by item,
-    anything else by identity (kept alive in ``keep``)."""
+def whole(value: Any, keep: list, depth: int = 0) -> Any:
+    """The key of a value read whole: scalars by type and value, short sequences and dicts item by
+    item, plain containers too big or deep for that and the globals' classes and functions by
+    identity (kept alive in ``keep``). Anything else (a loop, namespace, cycler or macro of the
+    including template, whose state changes under the same identity) raises Uncacheable."""
     kind = type(value)
     if kind in _SCALARS:
         return (kind, value)
     if kind is float:
-        return (kind, repr(value))  # -0.0 == 0.0 but prints otherwise
+        if value == value:
+            return (kind, repr(value))  # -0.0 == 0.0 but prints otherwise
+        keep.append(value)
+        return (_IDENTITY, id(value))  # NaN: equal only to itself
     if value is _ABSENT:
         return _ABSENT
-    if (kind is tuple or kind is list) and len(value) <= VALUE_ITEMS:
-        return (kind, tuple([whole(item, keep) for item in value]))
-    if kind is dict and len(value) <= VALUE_ITEMS:
-        return (kind, tuple([(whole(k, keep), whole(v, keep)) for k, v in value.items()]))
-    keep.append(value)
-    return (_IDENTITY, id(value))
+    if depth < VALUE_DEPTH:
+        if (kind is tuple or kind is list) and len(value) <= VALUE_ITEMS:
+            return (kind, tuple([whole(item, keep, depth + 1) for item in value]))
+        if kind is dict and len(value) <= VALUE_ITEMS:
+            return (kind, tuple([(whole(k, keep, depth + 1), whole(v, keep, depth + 1)) for k, v in value.items()]))
+    if kind in _BY_IDENTITY:
+        keep.append(value)
+        return (_IDENTITY, id(value))
+    raise Uncacheable(kind.__name__)
 
 
 class _Loop:
@@ -228,6 +254,8 @@ class _Reads:
         if node.recursive:
             raise Unsupported("recursive loop")
         iterable = self.expr(node.iter, scope)
+        if isinstance(iterable, _Loop):  # for x in loop: the outer loop's items
+            self.use(iterable)
         items = iterable.element() if isinstance(iterable, Need) else None
         inner = dict(scope)  # a loop's body is its own scope
         if isinstance(node.target, nodes.Name):
@@ -243,11 +271,9 @@ class _Reads:
         self.block(node.else_, scope)
 
     def assign(self, node: nodes.Assign, scope: dict[str, tuple[Any, bool]]) -> None:
+        if isinstance(node.target, nodes.NSRef):  # changes a namespace, maybe the including template's
+            raise Unsupported("namespace assignment")
         value = self.expr(node.node, scope)
-        if isinstance(node.target, nodes.NSRef):
-            self.expr(nodes.Name(node.target.name, "load"), scope)
-            self.use(value)
-            return
         names = [node.target.name] if isinstance(node.target, nodes.Name) else \
             [n.name for n in node.target.find_all(nodes.Name)]
         if not isinstance(node.target, nodes.Name):
@@ -276,11 +302,14 @@ class _Reads:
         if isinstance(node, nodes.Getattr):
             base = self.expr(node.node, scope)
             attr = node.attr
-            if isinstance(base, Need) and attr not in _DICT_ATTRIBUTES and attr[:1] != "_":
+            if attr in _DICT_ATTRIBUTES or attr[:1] == "_":  # a dict's method, not called: refused
+                raise Unsupported(f"attribute {attr}")
+            if isinstance(base, Need):
                 return base.attr(attr)
             if isinstance(base, _Loop):
+                if attr not in _LOOP_VALUES:  # loop.changed, loop.cycle: state, or unknown
+                    raise Unsupported(f"loop.{attr}")
                 return base.items if attr in ("previtem", "nextitem") else None
-            self.use(base)
             return None
         if isinstance(node, nodes.Filter):
             if node.name not in self.filters or node.node is None:
@@ -298,7 +327,21 @@ class _Reads:
             self.arguments(node, scope)
             return None
         if isinstance(node, nodes.Call):
-            self.use(self.expr(node.node, scope))
+            func = node.node
+            if isinstance(func, nodes.Getattr):  # a method of a value: a function of that value
+                if func.attr[:1] == "_":
+                    raise Unsupported(f"method {func.attr}")
+                base = self.expr(func.node, scope)
+                if isinstance(base, _Loop):
+                    raise Unsupported(f"loop.{func.attr}()")
+                self.use(base)
+            elif isinstance(func, nodes.Name) and func.name in _STATEFUL_GLOBALS:
+                raise Unsupported(func.name)
+            else:
+                callee = self.expr(func, scope)
+                if isinstance(callee, _Loop):
+                    raise Unsupported("loop()")
+                self.use(callee)
             self.arguments(node, scope)
             return None
         if isinstance(node, nodes.Compare):
@@ -351,8 +394,11 @@ class IncludeMemo:
     def render(self, resolve: Callable[[str], Any], render: Callable[[], str]) -> str:
         """The text for the context that ``resolve`` looks names up in; ``render()`` makes it."""
         keep: list[Any] = []
-        key = tuple([need.freeze(_ABSENT if (value := resolve(name)) is missing else value, keep)
-                     for name, need in self.needs])
+        try:
+            key = tuple([need.freeze(_ABSENT if (value := resolve(name)) is missing else value, keep)
+                         for name, need in self.needs])
+        except Uncacheable:
+            return render()
         self.renders += 1
         hit = self.texts.get(key)
         if hit is not None:

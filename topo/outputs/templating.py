@@ -23,6 +23,7 @@ import json
 import os
 import posixpath
 import stat
+import sys
 from importlib import resources
 from json.encoder import encode_basestring as _encode_string
 from pathlib import Path
@@ -181,7 +182,9 @@ class TemplateCodeGenerator(CodeGenerator):
     - A run of text and ``{{ ... }}`` between two tags is one ``yield`` of one ``%`` format instead
       of one ``yield`` per piece (``'%s' % x`` is ``str(x)``). Each expression keeps its own line of
       Python, so an error still names its template line. Templates that escape (``{% autoescape %}``)
-      or write into a buffer (macros, ``{% set %}`` blocks) keep Jinja2's code.
+      or write into a buffer (macros, ``{% set %}`` blocks) keep Jinja2's code, and so does every
+      template before Python 3.11, where a ``%`` format would evaluate all its expressions before
+      converting the first.
     """
 
     def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
@@ -209,7 +212,9 @@ class TemplateCodeGenerator(CodeGenerator):
                        f"{self.dump_local_context(frame)})")
 
     def visit_Output(self, node: nodes.Output, frame: Frame) -> None:
-        if (frame.require_output_check or frame.buffer is not None or frame.eval_ctx.volatile
+        # before Python 3.11 a '%' format evaluates every expression before converting any, so an
+        # error could name another line: Jinja2's code there
+        if (sys.version_info < (3, 11) or frame.require_output_check or frame.buffer is not None or frame.eval_ctx.volatile
                 or frame.eval_ctx.autoescape or self.environment.finalize is not None or self.environment.is_async):
             super().visit_Output(node, frame)
             return
@@ -259,8 +264,9 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     code_generator_class = TemplateCodeGenerator
 
     #: Whether an included template that reads the same values as before gives its text again
-    #: (:mod:`topo.outputs.template_memo`) instead of rendering it again.
-    memo_includes = True
+    #: (:mod:`topo.outputs.template_memo`) instead of rendering it again. Off unless the caller
+    #: knows its facts are never changed between renders (the switch configs turn it on).
+    memo_includes = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
