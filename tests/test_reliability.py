@@ -289,6 +289,55 @@ def test_an_error_while_the_config_workers_run_stops_them_and_writes_nothing(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder, no temporary folder
 
 
+_RENDER_CHUNK = None
+
+
+def _render_chunk_or_die(switches):
+    """The workers' chunk renderer, except that the worker given the second chunk is killed with
+    it (as the kernel's out-of-memory killer would)."""
+    if switches[0] == _DIE_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _RENDER_CHUNK(switches)
+
+
+_DIE_AT = -1
+
+
+def test_a_config_worker_that_dies_stops_the_build_instead_of_hanging(tmp_path, monkeypatch):
+    """A killed worker's chunk is lost (the pool starts another worker and would wait for ever):
+    collecting the configs notices, and says so in one error."""
+    from topo.errors import TopoError
+    from topo.outputs import configs
+
+    fabric = build_fabric(load_spec({"gpus": 4096}))
+    switches = range(fabric.first(1), len(fabric.names))
+    assert len(switches) > 2 * configs.CONFIG_CHUNK
+    monkeypatch.setattr(sys.modules[__name__], "_RENDER_CHUNK", configs._render_chunk)
+    monkeypatch.setattr(sys.modules[__name__], "_DIE_AT", switches[configs.CONFIG_CHUNK])
+    monkeypatch.setattr(configs, "_render_chunk", _render_chunk_or_die)  # the forked workers see it
+    with configs.ConfigJob(fabric, (), 2, tmp_path) as job:
+        start = time.perf_counter()
+        with pytest.raises(TopoError, match="a process rendering the switch configs died"):
+            list(job.files())
+        assert time.perf_counter() - start < 30
+
+
+def test_a_config_worker_that_cannot_start_reports_why(monkeypatch):
+    """A worker whose set-up fails (no memory for the switch facts, say) reports that error with
+    the first chunk instead of being replaced, and failing again, for ever."""
+    from topo.outputs import configs
+
+    fabric = build_fabric(load_spec({"gpus": 4096}))
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("no memory for the facts")
+
+    monkeypatch.setattr(configs, "ConfigFacts", no_memory)  # the workers, forked now, inherit it
+    with configs.ConfigJob(fabric, (), 2) as job:
+        with pytest.raises(MemoryError, match="no memory for the facts"):
+            list(job.files())
+
+
 def run_in(folder: Path, *args):
     here = Path.cwd()
     os.chdir(folder)

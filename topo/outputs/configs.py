@@ -30,6 +30,7 @@ from .. import __version__
 from ..addressing import (bond_name, ip_text, member_port, pair_gateway, rdma_device, server_block_size,
                           sonic_port_name, sonic_port_names)
 from ..catalog import Platform, platform_catalog, switch_catalog
+from ..errors import TopoError
 from ..fabric import (KIND_NAMES, LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M, ROLES, Fabric, cabled_links, end_lanes,
                       is_ethernet)
 from ..spec import tier_switch
@@ -658,11 +659,13 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
 
 class ConfigJob:
     """The switch configs of a fabric (:func:`config_files`), rendered from the moment the job is
-    made: with ``workers`` > 1 and a ``sink``, the worker processes render and write every switch
-    while this process goes on with other work (``topo build`` analyses the fabric and writes the
-    other files meanwhile), and :meth:`files` collects what they wrote, in order. Without a sink
-    or with one worker, :meth:`files` renders as it goes. Use it as a context manager: leaving it
-    stops the workers, whatever they were doing."""
+    made: with ``workers`` > 1, the worker processes render (and with a ``sink`` write) every
+    switch while this process goes on with other work (``topo build`` analyses the fabric and
+    writes the other files meanwhile), and :meth:`files` collects them, in order. With one worker
+    (or where no process can be forked), :meth:`files` renders as it goes. Use it as a context manager: leaving it
+    stops the workers, whatever they were doing. Its files are collected once. Without a sink, the
+    workers' rendered texts wait in this process until collected: collect them soon. Jobs that
+    render in this process share its module state: collect one before making the next."""
 
     def __init__(self, fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: int = 1,
                  sink: str | Path | None = None) -> None:
@@ -670,15 +673,18 @@ class ConfigJob:
         switches = list(range(fabric.first(1), len(fabric.names))) if is_ethernet(fabric) else []
         self.chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
         self.pool = None
-        self.results: Iterator[list[tuple[str, Any]]] | None = None
-        if workers > 1 and len(self.chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        self.results: Any = None
+        self.collected = False
+        workers = min(workers, len(self.chunks))  # no process without a chunk to render
+        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             try:
                 context = multiprocessing.get_context("fork")
                 self.pool = context.Pool(workers, initializer=_init_pool_worker,
                                          initargs=(fabric, self.user_dirs, sink))
-            except OSError:  # no shared memory for the pool's locks (a /dev/shm one may not write)
+            except (OSError, RuntimeError):  # no shared memory for the pool's locks, or no threads
                 self.pool = None
         if self.pool is not None:
+            self.pids = {p.pid for p in self.pool._pool}  # type: ignore[attr-defined]
             self.results = self.pool.imap(_render_chunk, self.chunks)  # the workers start now
 
     def __enter__(self) -> "ConfigJob":
@@ -694,15 +700,33 @@ class ConfigJob:
             self.pool.join()
             self.pool = None
 
+    def _next_result(self) -> list[tuple[str, Any]]:
+        """The next chunk's files; a TopoError if a worker died (killed, or out of memory) meanwhile:
+        the pool would start another in its place and wait for that chunk for ever."""
+        while True:
+            try:
+                return self.results.next(timeout=1.0)
+            except multiprocessing.TimeoutError:
+                alive = {p.pid for p in getattr(self.pool, "_pool", ())}
+                if alive != self.pids:
+                    raise TopoError("a process rendering the switch configs died (killed, or out of memory); "
+                                    "the build stopped, nothing was written; -j 1 renders them in this "
+                                    "process") from None
+
     def files(self, progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, "str | Written"]]:
         """Every switch's files, in fabric order, then the host files; ``progress(switches_done)``
         as they come."""
         if not self.chunks:
             return
+        if self.collected:
+            raise RuntimeError("a ConfigJob's files are collected once")
+        self.collected = True
         done = 0
         if self.results is not None:
-            for chunk, files in zip(self.chunks, self.results):
-                yield from files
+            if self.pool is None:
+                raise RuntimeError("this ConfigJob was closed before its files were collected")
+            for chunk in self.chunks:
+                yield from self._next_result()
                 done += len(chunk)
                 if progress:
                     progress(done)
@@ -733,7 +757,10 @@ def _init_pool_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _end_with_parent()
-    _init_worker(fabric, user_dirs, sink)
+    try:
+        _init_worker(fabric, user_dirs, sink)
+    except Exception as exc:  # reported with the first chunk: a worker that fails here would be
+        _WORKER["init_error"] = exc  # replaced, and fail again, for ever
 
 
 def _end_with_parent() -> None:
@@ -753,10 +780,13 @@ def _init_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None = Non
     env = template_environment(user_dirs)
     env.memo_includes = True  # each switch's facts are made for it and never changed
     _WORKER.update(env=env, facts=facts, shared=shared,
-                   sink=Path(sink) if sink is not None else None, made=set(), check=bool(user_dirs))
+                   sink=Path(sink) if sink is not None else None, made=set(), check=bool(user_dirs),
+                   init_error=None)
 
 
 def _render_chunk(switches: list[int]) -> list[tuple[str, "str | Written"]]:
+    if _WORKER.get("init_error") is not None:
+        raise _WORKER["init_error"]
     env, facts, shared = _WORKER["env"], _WORKER["facts"], _WORKER["shared"]
     out: list[tuple[str, Any]] = []
     for v in switches:
