@@ -205,3 +205,28 @@ def test_switch_configs_are_the_same_with_and_without_the_memo():
             assert configs._render_chunk(switches) == expected
         finally:
             configs._WORKER.update(saved)
+
+
+def test_a_container_keyed_again_keeps_what_its_key_names_alive():
+    """The fabric-wide facts are one object in every render, so their key is made once; a key
+    that names an object by identity (a long list) must keep it alive in every memo entry made
+    with it, or a later object at the same address could be taken for it."""
+    memo = IncludeMemo(_needs("{{ fabric.links | length }} {{ sw.name }}"))
+    links = list(range(200))  # longer than VALUE_ITEMS: keyed by identity
+    fabric = {"links": links}
+    for name in ("a", "b", "c"):
+        context = {"sw": {"name": name}, "fabric": fabric}
+        memo.render(lambda n: context.get(n, jinja2.utils.missing), lambda: name)
+    assert len(memo.texts) == 3
+    assert all(any(kept is links for kept in keep) for _, keep in memo.texts.values())
+
+
+def test_the_ports_columns_of_many_lists_are_never_mixed_up(tmp_path):
+    """The columns of the lists read last are kept by the list's identity: lists of other names,
+    taken in turn and more of them than are kept, render as without the memo."""
+    folder = _folder(tmp_path, CHILDREN["loop-keys"])
+    fabric = {"mtu": 9100}
+    lists = [[{"name": f"E{i}{j}", "speed": 400 + i} for j in range(3)] for i in range(7)]
+    contexts = [{"sw": {"ports": lists[i % 7]}, "fabric": fabric} for i in range(30)]
+    contexts += [{"sw": {"ports": [dict(p) for p in lists[i % 7]]}, "fabric": fabric} for i in range(10)]
+    assert _render_all(folder, contexts, memo=True) == _render_all(folder, contexts, memo=False)

@@ -16,7 +16,9 @@ identity, which the memo keeps alive. So two renders with equal keys read equal 
 the same text, provided the facts are not changed between renders: topo turns the memo on only
 for the switch configs (:attr:`~topo.outputs.templating.TemplateSandbox.memo_includes`), whose
 facts are made for each switch and never changed, and the immutable sandbox lets no template
-change them. A render that reads anything else (the including template's loop, namespace,
+change them. The same contract makes keys cheap: a container's key is made once while it is the
+last one a need keyed (the fabric-wide facts are one object in every render), and the values of
+a key over a list of dicts (the ports' names) once per list, for every include that reads them. A render that reads anything else (the including template's loop, namespace,
 cycler or macro, whose state changes under the same identity; a method or attribute of an
 object) is rendered, not looked up.
 
@@ -77,13 +79,17 @@ class Need:
     """What a template reads of one value: all of it (``whole``), some of its keys (``attrs``),
     and what it reads of each item when it loops over it (``each``)."""
 
-    __slots__ = ("whole", "attrs", "each", "_items")
+    __slots__ = ("whole", "attrs", "each", "_items", "_last")
 
     def __init__(self) -> None:
         self.whole = False
         self.attrs: dict[str, Need] = {}
         self.each: Need | None = None
         self._items: tuple[tuple[str, Need], ...] | None = None
+        # the container last keyed, its key and what the key keeps alive: the fabric-wide facts
+        # are the same object in every render, and under the memo's contract (facts never
+        # changed) the same object has the same key
+        self._last: tuple[Any, Any, list] | None = None
 
     def attr(self, name: str) -> "Need":
         return self.attrs.setdefault(name, Need())
@@ -96,6 +102,19 @@ class Need:
     def freeze(self, value: Any, keep: list) -> Any:
         """The key of ``value`` for what this need reads of it (objects keyed by identity go into
         ``keep``, which must outlive the key)."""
+        kind = type(value)
+        if kind is not dict and kind is not list and kind is not tuple:
+            return self._freeze(value, keep)
+        last = self._last
+        if last is not None and last[0] is value:
+            keep.extend(last[2])
+            return last[1]
+        mark = len(keep)
+        key = self._freeze(value, keep)
+        self._last = (value, key, keep[mark:])
+        return key
+
+    def _freeze(self, value: Any, keep: list) -> Any:
         if self.whole:
             return whole(value, keep)
         parts: list[Any] = []
@@ -123,17 +142,18 @@ class Need:
         names = self._flat_names()
         if names is not None and set(map(type, items)) <= _DICT_ONLY:
             columns: list[Any] = [len(items)]
+            known = _COLUMNS.get(id(items))
+            if known is None or known[0] is not items:
+                if len(_COLUMNS) >= COLUMN_LISTS:
+                    del _COLUMNS[next(iter(_COLUMNS))]
+                known = _COLUMNS[id(items)] = (items, {})
             for name in names:
-                column = tuple([item.get(name, _ABSENT) for item in items])
-                kinds = tuple(map(type, column))
-                if not set(kinds) <= _FLAT:
+                key = known[1].get(name)
+                if key is None:
+                    key = known[1][name] = _column_key(items, name)
+                if key is _UNFLAT:
                     break
-                columns.append(column)
-                columns.append(kinds)
-                if float in kinds:  # -0.0 == 0.0 but prints otherwise; a NaN is equal only to itself
-                    if any(v != v for v in column):
-                        break
-                    columns.append(tuple(map(repr, column)))
+                columns.extend(key)
             else:
                 return tuple(columns)
         return (len(items), tuple([self.freeze(item, keep) for item in items]))
@@ -146,6 +166,27 @@ class Need:
         if any(not n.whole for n in self.attrs.values()):
             return None
         return tuple(sorted(self.attrs))
+
+
+def _column_key(items: list | tuple, name: str) -> tuple:
+    """The key of the values of ``name`` over ``items`` (dicts): the values and their types, and
+    the floats' reprs; ``_UNFLAT`` if a value is not flat or is a NaN."""
+    column = tuple([item.get(name, _ABSENT) for item in items])
+    kinds = tuple(map(type, column))
+    if not set(kinds) <= _FLAT:
+        return _UNFLAT
+    if float in kinds:  # -0.0 == 0.0 but prints otherwise; a NaN is equal only to itself
+        if any(v != v for v in column):
+            return _UNFLAT
+        return (column, kinds, tuple(map(repr, column)))
+    return (column, kinds)
+
+
+_UNFLAT: tuple = ()
+#: The column keys of the lists of dicts keyed last (by the list's identity, the list kept alive):
+#: the includes of one switch read the same ports' names again and again.
+_COLUMNS: dict[int, tuple[Any, dict[str, tuple]]] = {}
+COLUMN_LISTS = 4
 
 
 class _Absent:
