@@ -1,27 +1,28 @@
 """Benchmark of ``topo build``: build time, write time and peak memory at several fabric sizes.
 
-Every run is a fresh Python process, so its peak resident set size (``ru_maxrss``) belongs to that
-one size and run alone. A run measures, for one spec with default values except ``gpus`` and
-``radix``:
+A run measures, for one spec with default values except ``gpus`` and ``radix``, three parts, each
+in a fresh Python process (so that its peak resident set size, ``ru_maxrss``, belongs to that part
+alone, and no part finds caches or compiled templates that another left):
 
 * build: wall time of ``load_spec`` + ``build_fabric``;
-* write: wall time of ``summarize`` + ``build_files`` without switch configs + ``write_tree`` into a
-  temporary folder (the design, placement, NCCL, cabling, report and graph files; what
-  ``topo build --no-configs --no-analysis`` writes);
-* full: wall time of the whole folder, as ``topo build --no-analysis`` makes it in a second,
-  fresh folder: the fabric built again, a :class:`~topo.outputs.configs.ConfigJob` started at
+* write: wall time of ``plan_cabling`` + ``summarize`` + ``build_files`` without switch configs,
+  written by an ``OutputFolder`` into a temporary folder (the design, placement, NCCL, cabling,
+  report and graph files; what ``topo build --no-configs --no-analysis`` writes);
+* full: wall time of the whole folder, as ``topo build --no-analysis`` makes it, in a second
+  process and folder: the fabric built, a :class:`~topo.outputs.configs.ConfigJob` started at
   once (one process per CPU rendering and writing the switch configs) while this process writes
   the rest, and the configs collected in order; "configs add" is full minus build + write;
-* floor: wall time of the least a program can do to write the same bytes into the same files,
-  right after the full folder: one process reads every file of that folder (from the page
-  cache) and writes it into a fresh folder, each folder made once, with nothing else; the full
-  folder is compared with the folder without configs and with this floor, run by run (the
-  disk's speed drifts between runs);
-* each of the three starts after ``os.sync()`` (not timed): the bytes the parts before it wrote are
-  on the disk, so that no part pays for another's writes;
+* floor: the least a program can take to write the same bytes into the same files, in a third
+  process right after the full folder: it makes each folder of the full folder once in a fresh
+  folder and writes every file's bytes into it, nothing else (only the writes are timed, not the
+  reading of each file beforehand from the page cache); the full folder is compared with the
+  folder without configs and with this floor run by run (the disk's speed drifts between runs);
+* each part starts after ``os.sync()`` (not timed), so that none pays for the writing back of what
+  the parts before it wrote;
 * baseline RSS: peak RSS after the imports, before any work;
-* peak RSS: peak RSS of the process after the folder without configs (absolute, nothing
-  subtracted; the configs are rendered in worker processes).
+* peak RSS: peak RSS of the process that wrote the folder without configs (absolute, nothing
+  subtracted); full peak RSS: that of the process that wrote the whole folder, and the largest
+  of its config processes.
 
 The results are printed on stdout as a Markdown table, followed by PASS/MISS for each target;
 progress goes to stderr. With ``--write-docs`` the section between the markers
@@ -70,93 +71,95 @@ TARGET_CORES = 2
 # --- the child: one size, one run ------------------------------------------------------------
 
 
-def _maxrss_kib() -> int:
+def _maxrss_kib(children: bool = False) -> int:
+    """Peak RSS of this process (of its largest finished child with ``children``), in KiB."""
     import resource
 
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak  # bytes on macOS, KiB on Linux
 
 
-def child(gpus: int, radix: int) -> None:
-    """Measure one build in this (fresh) process and print the results as one JSON line."""
+def child(part: str, gpus: int, radix: int, tmp: str) -> None:
+    """Measure one part of a run in this (fresh) process and print its results as one JSON line.
+
+    ``plain``: the folder without configs into ``tmp/design``; ``full``: the whole folder into
+    ``tmp/full``; ``floor``: the write floor of ``tmp/full`` into ``tmp/floor``."""
     sys.path.insert(0, str(ROOT))  # measure this source tree
-    import tempfile
     import time
 
     from topo.fabric import build_fabric
     from topo.outputs.build import build_files
+    from topo.outputs.cabling import plan_cabling
     from topo.outputs.configs import ConfigJob
     from topo.outputs.summary import summarize
-    from topo.outputs.writer import OutputFolder, write_tree
+    from topo.outputs.writer import OutputFolder
     from topo.spec import load_spec
 
+    root = Path(tmp)
     baseline = _maxrss_kib()
-    with tempfile.TemporaryDirectory(prefix="topo-bench-") as tmp:
-        # 1. the folder without configs (topo build --no-analysis --no-configs); each part starts
-        # with what the parts before it wrote on the disk (os.sync, not timed), so that none pays
-        # for another's writes
-        os.sync()
-        start = time.perf_counter()
-        spec = load_spec({"gpus": gpus, "radix": radix})
-        fabric = build_fabric(spec)
-        built = time.perf_counter()
-        summary = summarize(fabric)
-        write_tree(Path(tmp) / "design", build_files(fabric, summary, configs=False))
+    os.sync()  # what the parts before this one wrote is on the disk: this part does not pay for it
+    if part == "floor":
+        print(json.dumps({"floor_s": write_floor(root, ("full",), root / "floor")}))
+        return
+    import resource
+
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    fabric = build_fabric(load_spec({"gpus": gpus, "radix": radix}))
+    built = time.perf_counter()
+    if part == "plain":  # topo build --no-analysis --no-configs
+        cabling = plan_cabling(fabric)
+        with OutputFolder(root / "design") as folder:
+            folder.write(build_files(fabric, summarize(fabric, cabling), configs=False, cabling=cabling))
         written = time.perf_counter()
-        design_bytes = (Path(tmp) / "design" / "design.json").stat().st_size
-        peak = _maxrss_kib()
-        os.sync()
-        # 2. the whole folder, as topo build --no-analysis makes it: the config processes start
-        # right after the fabric is built and write the switch configs while this one writes the rest
-        start_full = time.perf_counter()
-        fabric = build_fabric(load_spec({"gpus": gpus, "radix": radix}))
-        with OutputFolder(Path(tmp) / "full") as folder, \
-                ConfigJob(fabric, (), os.cpu_count() or 1, folder.tmp) as job:
-            full_count = folder.write(build_files(fabric, summarize(fabric), sink=folder.tmp, config_job=job))
-        full_s = time.perf_counter() - start_full
-        files = [p for p in (Path(tmp) / "full").rglob("*") if p.is_file()]
-        config_files = [p for p in files if p.relative_to(Path(tmp) / "full").parts[0] in ("switches", "hosts")]
-        config_bytes = sum(p.stat().st_size for p in config_files)
-        # 3. the write floor of that folder, right after it, on the same disk
-        os.sync()
-        floor_s = write_floor(Path(tmp), ("full",), Path(tmp) / "floor")
-    result = {
-        "gpus": gpus,
-        "radix": radix,
-        "tiers": fabric.plan.tiers,
-        "switches": int((fabric.tier > 0).sum()),
-        "links": len(fabric.links),
-        "build_s": built - start,
-        "write_s": written - built,
-        "baseline_kib": baseline,
-        "peak_kib": peak,
-        "design_bytes": design_bytes,
-        "full_s": full_s,
-        "full_files": full_count,
-        "config_files": len(config_files),
-        "config_bytes": config_bytes,
-        "floor_s": floor_s,
-    }
-    print(json.dumps(result))
+        print(json.dumps({
+            "gpus": gpus, "radix": radix, "tiers": fabric.plan.tiers,
+            "switches": int((fabric.tier > 0).sum()), "links": len(fabric.links),
+            "build_s": built - start, "write_s": written - built,
+            "baseline_kib": baseline, "peak_kib": _maxrss_kib(),
+            "design_bytes": (root / "design" / "design.json").stat().st_size,
+        }))
+        return
+    # topo build --no-analysis: the config processes start right after the fabric is built and
+    # write the switch configs while this one writes the rest
+    with OutputFolder(root / "full") as folder, \
+            ConfigJob(fabric, (), os.cpu_count() or 1, folder.tmp) as job:
+        cabling = plan_cabling(fabric)
+        count = folder.write(build_files(fabric, summarize(fabric, cabling), cabling=cabling,
+                                         sink=folder.tmp, config_job=job))
+    full_s = time.perf_counter() - start
+    cpu1, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    configs = [p for name in ("switches", "hosts") for p in (root / "full" / name).rglob("*") if p.is_file()]
+    print(json.dumps({
+        "full_s": full_s, "full_files": count, "full_peak_kib": _maxrss_kib(),
+        "worker_peak_kib": _maxrss_kib(children=True),
+        # CPU seconds (user + system) of this process and of the config processes
+        "full_cpu_s": cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime,
+        "config_cpu_s": workers.ru_utime + workers.ru_stime,
+        "config_files": len(configs), "config_bytes": sum(p.stat().st_size for p in configs),
+    }))
 
 
 def write_floor(root: Path, folders: tuple[str, ...], out: Path) -> float:
     """Seconds to write every file of ``root/<folder>`` again under ``out``, as plainly as Python
-    can: read the bytes, make each folder once, write the file. The least any build of the same
-    files on the same disk can take."""
+    can: make each folder once, write the file's bytes (read beforehand, not timed). The least any
+    build of the same files on the same disk can take."""
     import time
 
     files = [p for name in folders for p in sorted((root / name).rglob("*")) if p.is_file()]
-    start = time.perf_counter()
     made: set[Path] = set()
+    seconds = 0.0
     for path in files:
+        data = path.read_bytes()
         target = out / path.relative_to(root)
+        start = time.perf_counter()
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
         with open(target, "wb") as f:
-            f.write(path.read_bytes())
-    return time.perf_counter() - start
+            f.write(data)
+        seconds += time.perf_counter() - start
+    return seconds
 
 
 def startup() -> tuple[float, float]:
@@ -212,15 +215,24 @@ def parse_size(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"expected GPUS or GPUS:RADIX, got {text!r}") from None
 
 
-def run_once(gpus: int, radix: int) -> dict:
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", str(gpus), str(radix)],
-        capture_output=True, text=True, cwd=ROOT,
-    )
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
-        raise SystemExit(f"bench_build: {gpus:,} GPUs at radix {radix} failed (exit {proc.returncode})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def run_once(gpus: int, radix: int, scratch: Path) -> dict:
+    """One run: the folder without configs, the whole folder and its write floor, each part in a
+    fresh process, in a new folder under ``scratch``."""
+    import tempfile
+
+    result: dict = {}
+    tmp = tempfile.mkdtemp(prefix=f"{gpus}-", dir=scratch)
+    for part in ("plain", "full", "floor"):
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--child", part, str(gpus), str(radix), tmp],
+            capture_output=True, text=True, cwd=ROOT,
+        )
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr)
+            raise SystemExit(f"bench_build: {gpus:,} GPUs at radix {radix}, part {part} failed "
+                             f"(exit {proc.returncode})")
+        result.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return result
 
 
 def mib(kib: int) -> str:
@@ -231,8 +243,10 @@ def table(sizes: list[Size]) -> str:
     headers = [
         "GPUs", "radix", "tiers", "switches", "links",
         "build best (s)", "build median (s)", "write best (s)", "write median (s)",
-        "total median (s)", "baseline RSS (MiB)", "peak RSS (MiB)", "design.json (MB)",
-        "configs add (s)", "config files (MB)", "full folder median (s)", "write floor median (s)",
+        "total median (s)", "baseline RSS (MiB)", "peak RSS (MiB)", "full peak RSS: main / config process (MiB)",
+        "design.json (MB)",
+        "configs add (s)", "config files (MB)", "full folder median (s)", "full CPU: main + config processes (s)",
+        "write floor median (s)",
         "full / no configs", "full / floor",
     ]
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
@@ -244,10 +258,14 @@ def table(sizes: list[Size]) -> str:
             f"{min(build):.2f}", f"{statistics.median(build):.2f}",
             f"{min(write):.2f}", f"{statistics.median(write):.2f}",
             f"{statistics.median(s.total()):.2f}",
-            mib(s.baseline_kib), mib(s.peak_kib), f"{s.first['design_bytes'] / 1e6:,.1f}",
+            mib(s.baseline_kib), mib(s.peak_kib),
+            f"{mib(max(s.times('full_peak_kib')))} / {mib(max(s.times('worker_peak_kib')))}",
+            f"{s.first['design_bytes'] / 1e6:,.1f}",
             f"{statistics.median(f - t for f, t in zip(s.full(), s.total(), strict=True)):.2f}",
             f"{s.first['config_files']:,} ({s.first['config_bytes'] / 1e6:,.0f})",
-            f"{statistics.median(s.full()):.2f}", f"{statistics.median(s.times('floor_s')):.2f}",
+            f"{statistics.median(s.full()):.2f}",
+            f"{statistics.median(s.times('full_cpu_s')):.2f} + {statistics.median(s.times('config_cpu_s')):.2f}",
+            f"{statistics.median(s.times('floor_s')):.2f}",
             f"{statistics.median(f / t for f, t in zip(s.full(), s.total(), strict=True)):.1f}x",
             f"{statistics.median(f / r['floor_s'] for f, r in zip(s.full(), s.runs, strict=True)):.1f}x",
         ]
@@ -305,6 +323,14 @@ def folder_targets(sizes: list[Size]) -> list[str]:
             floor_ratio = statistics.median(r["floor_s"] / t for r, t in zip(s.runs, s.total(), strict=True))
             lines.append(f"- for reference: on this disk the write floor alone is {floor_ratio:.1f}x the folder "
                          f"without configs (median of the runs' ratios)")
+            # what the cores alone allow: the CPU seconds the whole folder took, spread over them all
+            cpu = [r["full_cpu_s"] + r["config_cpu_s"] for r in s.runs]
+            cores = os.cpu_count() or 1
+            cpu_ratio = statistics.median(c / cores / t for c, t in zip(cpu, s.total(), strict=True))
+            lines.append(f"- for reference: the whole folder took {statistics.median(cpu):.2f} CPU-seconds (this "
+                         f"process and the config processes, median), at least {statistics.median(cpu) / cores:.2f} s "
+                         f"of wall time on {cores} cores even if every one of them were busy throughout: "
+                         f"{cpu_ratio:.1f}x the folder without configs")
         if s.gpus == 131072 and s.radix == 128:
             ok = full <= FOLDER_131K_SECONDS
             lines.append(f"- {'PASS' if ok else 'MISS'}: 131,072 GPUs (radix 128), the whole design folder in "
@@ -382,6 +408,23 @@ def write_docs(section: str) -> None:
     replace_section(DOC, START, END, section)
 
 
+def measure(args: argparse.Namespace, scratch: Path) -> list[Size]:
+    """Every run of every size, in order."""
+    sizes = []
+    for gpus, radix in args.sizes:
+        runs = []
+        for i in range(args.repeat):
+            print(f"bench: {gpus:,} GPUs, radix {radix}, run {i + 1}/{args.repeat} ...", end="",
+                  file=sys.stderr, flush=True)
+            run = run_once(gpus, radix, scratch)
+            print(f" build {run['build_s']:.2f} s, write {run['write_s']:.2f} s, "
+                  f"full {run['full_s']:.2f} s, floor {run['floor_s']:.2f} s, "
+                  f"peak {mib(run['peak_kib'])} MiB", file=sys.stderr, flush=True)
+            runs.append(run)
+        sizes.append(Size(gpus, radix, runs))
+    return sizes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Benchmark topo build (build time, write time, peak memory) per fabric size.",
@@ -394,25 +437,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per size [3]")
     parser.add_argument("--write-docs", action="store_true",
                         help="replace the measured section of docs/performance.md")
-    parser.add_argument("--child", nargs=2, type=int, metavar=("GPUS", "RADIX"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=4, metavar=("PART", "GPUS", "RADIX", "TMP"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(*args.child)
+        part, gpus, radix, tmp = args.child
+        child(part, int(gpus), int(radix), tmp)
         return 0
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
 
-    sizes = []
-    for gpus, radix in args.sizes:
-        runs = []
-        for i in range(args.repeat):
-            print(f"bench: {gpus:,} GPUs, radix {radix}, run {i + 1}/{args.repeat} ...", end="",
-                  file=sys.stderr, flush=True)
-            run = run_once(gpus, radix)
-            print(f" build {run['build_s']:.2f} s, write {run['write_s']:.2f} s, "
-                  f"peak {mib(run['peak_kib'])} MiB", file=sys.stderr, flush=True)
-            runs.append(run)
-        sizes.append(Size(gpus, radix, runs))
+    import shutil
+    import tempfile
+
+    # every run's folders are removed at the end, not between runs, so that no run's writes share
+    # the disk with the removal of the run before it
+    scratch = Path(tempfile.mkdtemp(prefix="topo-bench-"))
+    try:
+        sizes = measure(args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
     body = table(sizes)
     checks = targets(sizes)
