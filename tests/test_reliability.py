@@ -304,8 +304,8 @@ _DIE_AT = -1
 
 
 def test_a_config_worker_that_dies_stops_the_build_instead_of_hanging(tmp_path, monkeypatch):
-    """A killed worker's chunk is lost (the pool starts another worker and would wait for ever):
-    collecting the configs notices, and says so in one error."""
+    """A killed worker's chunks are lost: collecting the configs notices at once (the worker's pipe
+    closes) and says so in one error, instead of waiting for them."""
     from topo.errors import TopoError
     from topo.outputs import configs
 
@@ -516,9 +516,10 @@ def test_analyze_help_lists_only_what_the_analysis_uses():
     assert run("analyze", "--gpus", 64, "--mtu", 9000, "--qos", "sonic", "-q").exit_code == 0  # still taken
 
 
-def test_configs_render_in_one_process_where_no_pool_can_be_made(monkeypatch):
-    """Without a writable /dev/shm (some containers) a process pool cannot make its locks: the
-    configs are then rendered in this process, with the same bytes."""
+@pytest.mark.parametrize("started", [0, 1])
+def test_configs_render_in_one_process_where_no_worker_can_be_started(monkeypatch, started):
+    """Where no more processes can be forked (a process limit), the configs are rendered in this
+    process, with the same bytes; a worker that did start is stopped first."""
     import multiprocessing
 
     from topo.outputs.configs import config_files
@@ -526,13 +527,19 @@ def test_configs_render_in_one_process_where_no_pool_can_be_made(monkeypatch):
     fabric = build_fabric(load_spec({"gpus": 1024}))
     expected = list(config_files(fabric, workers=1))
     real = multiprocessing.get_context
+    made = []
 
-    class NoPool:
+    class NoFork:
         def __init__(self, method):
             self.context = real(method)
+            self.Pipe = self.context.Pipe  # noqa: N815 (multiprocessing's name)
 
-        def Pool(self, *args, **kwargs):  # noqa: N802 (multiprocessing's name)
-            raise PermissionError(errno.EACCES, "Permission denied")
+        def Process(self, *args, **kwargs):  # noqa: N802 (multiprocessing's name)
+            if len(made) == started:
+                raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+            made.append(self.context.Process(*args, **kwargs))
+            return made[-1]
 
-    monkeypatch.setattr(multiprocessing, "get_context", NoPool)
-    assert list(config_files(fabric, workers=2)) == expected
+    monkeypatch.setattr(multiprocessing, "get_context", NoFork)
+    assert list(config_files(fabric, workers=3)) == expected
+    assert all(p.exitcode is not None for p in made)  # stopped and reaped

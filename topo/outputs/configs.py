@@ -17,8 +17,11 @@ import ipaddress
 import io
 import json
 import math
+import itertools
 import multiprocessing
+import multiprocessing.connection
 import signal
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -642,7 +645,7 @@ def config_files(fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: 
     address table, as ``(path, text)`` pairs made one switch at a time (memory stays flat).
 
     Nothing for an InfiniBand switch model. With ``workers`` > 1 the switches are rendered by that
-    many processes (where the platform can fork and the pool can be made; else in this one), in the
+    many processes (where the platform can fork them; else in this one), in the
     same order and with the same bytes.
     ``progress(switches_done)`` is called as switches are finished.
 
@@ -662,30 +665,94 @@ class ConfigJob:
     made: with ``workers`` > 1, the worker processes render (and with a ``sink`` write) every
     switch while this process goes on with other work (``topo build`` analyses the fabric and
     writes the other files meanwhile), and :meth:`files` collects them, in order. With one worker
-    (or where no process can be forked), :meth:`files` renders as it goes. Use it as a context manager: leaving it
-    stops the workers, whatever they were doing. Its files are collected once. Without a sink, the
-    workers' rendered texts wait in this process until collected: collect them soon. Jobs that
-    render in this process share its module state: collect one before making the next."""
+    (or where no process can be forked), :meth:`files` renders as it goes. Use it as a context
+    manager: leaving it stops the workers, whatever they were doing. Its files are collected once.
+    Jobs that render in this process share its module state: collect one before making the next.
+
+    Each worker has two pipes of its own, nothing else shared: down one it is told which chunk of
+    switches to render next (two ahead, so it never waits), up the other it sends each chunk's
+    files, which a thread of this process receives as they come and hands out the next chunk. So
+    the chunks go to whichever worker is free; a worker that dies (killed, or out of memory) closes
+    its pipes, and collecting the configs stops with one error instead of waiting for its
+    switches; stopping the workers is killing them. Without a sink, the rendered texts wait in
+    this process until collected: collect them soon."""
 
     def __init__(self, fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: int = 1,
                  sink: str | Path | None = None) -> None:
         self.fabric, self.user_dirs, self.sink = fabric, tuple(user_dirs), sink
         switches = list(range(fabric.first(1), len(fabric.names))) if is_ethernet(fabric) else []
         self.chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
-        self.pool = None
-        self.results: Any = None
+        self.workers: list[_Worker] = []
+        self.results: dict[int, list[tuple[str, Any]]] = {}
+        self.failure: BaseException | None = None
+        self.ready = threading.Condition()
+        self.collector: threading.Thread | None = None
         self.collected = False
         workers = min(workers, len(self.chunks))  # no process without a chunk to render
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-            try:
-                context = multiprocessing.get_context("fork")
-                self.pool = context.Pool(workers, initializer=_init_pool_worker,
-                                         initargs=(fabric, self.user_dirs, sink))
-            except (OSError, RuntimeError):  # no shared memory for the pool's locks, or no threads
-                self.pool = None
-        if self.pool is not None:
-            self.pids = {p.pid for p in self.pool._pool}  # type: ignore[attr-defined]
-            self.results = self.pool.imap(_render_chunk, self.chunks)  # the workers start now
+            self._start(multiprocessing.get_context("fork"), workers, sink)
+
+    def _start(self, context: Any, workers: int, sink: str | Path | None) -> None:
+        try:
+            for w in range(workers):
+                tasks_in, tasks_out = context.Pipe(duplex=False)
+                files_in, files_out = context.Pipe(duplex=False)
+                process = context.Process(target=_work, daemon=True, name=f"topo-configs-{w}",
+                                          args=(self.fabric, self.user_dirs, sink, self.chunks, tasks_in, files_out))
+                process.start()  # the worker starts now
+                tasks_in.close()  # the worker holds the only other ends: its end closes them
+                files_out.close()
+                self.workers.append(_Worker(process, tasks_out, files_in))
+        except OSError:  # no more processes or pipes: render here
+            self.close()
+            return
+        # the thread starts after the last fork: no worker inherits it, or a lock it holds
+        self.collector = threading.Thread(target=self._collect, name="topo-configs", daemon=True)
+        self.collector.start()
+
+    def _collect(self) -> None:
+        """The collector thread: files in, the next chunk out, until every chunk is in, a worker
+        fails or dies, or the job is closed."""
+        todo = iter(range(len(self.chunks)))
+        try:
+            for worker in self.workers:  # two chunks each to start with
+                for k in itertools.islice(todo, 2):
+                    worker.give(k)
+            busy = {w.files: w for w in self.workers}
+            while busy and self.failure is None:
+                for conn in multiprocessing.connection.wait(list(busy)):
+                    worker = busy[conn]
+                    try:
+                        kind, k, value = conn.recv()
+                    except (EOFError, OSError):  # the worker is gone: it ends only when told
+                        del busy[conn]
+                        if worker.given:
+                            raise TopoError(f"a process rendering the switch configs died ({worker.end()}: "
+                                            "killed, or out of memory); the build stopped, nothing was "
+                                            "written; -j 1 renders them in this process") from None
+                        continue
+                    if kind == "error":
+                        raise value
+                    worker.given.discard(k)
+                    with self.ready:
+                        self.results[k] = value
+                        self.ready.notify_all()
+                    k = next(todo, None)
+                    if k is None:
+                        worker.done()
+                    else:
+                        worker.give(k)
+        except BaseException as exc:  # for files() to raise
+            with self.ready:
+                if self.failure is None:
+                    self.failure = exc
+        finally:
+            with self.ready:
+                if self.failure is None and len(self.results) + self.taken < len(self.chunks):
+                    self.failure = RuntimeError("this ConfigJob was closed before its files were collected")
+                self.ready.notify_all()
+
+    taken = 0  # chunks files() has taken from results
 
     def __enter__(self) -> "ConfigJob":
         return self
@@ -695,23 +762,27 @@ class ConfigJob:
 
     def close(self) -> None:
         """Stop the workers (at once, if they are still rendering)."""
-        if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
-            self.pool = None
+        workers, self.workers = self.workers, []
+        for worker in workers:
+            if worker.process.exitcode is None:
+                worker.process.kill()
+        for worker in workers:
+            worker.process.join()
+        if self.collector is not None:
+            self.collector.join()  # it sees every worker's pipe close
+        for worker in workers:
+            worker.tasks.close()
+            worker.files.close()
 
-    def _next_result(self) -> list[tuple[str, Any]]:
-        """The next chunk's files; a TopoError if a worker died (killed, or out of memory) meanwhile:
-        the pool would start another in its place and wait for that chunk for ever."""
-        while True:
-            try:
-                return self.results.next(timeout=1.0)
-            except multiprocessing.TimeoutError:
-                alive = {p.pid for p in getattr(self.pool, "_pool", ())}
-                if alive != self.pids:
-                    raise TopoError("a process rendering the switch configs died (killed, or out of memory); "
-                                    "the build stopped, nothing was written; -j 1 renders them in this "
-                                    "process") from None
+    def _chunk(self, k: int) -> list[tuple[str, Any]]:
+        """Chunk ``k``'s files once a worker has sent them; the error that stopped the workers."""
+        with self.ready:
+            while k not in self.results and self.failure is None:
+                self.ready.wait()
+            if k not in self.results:
+                raise self.failure  # type: ignore[misc]
+            self.taken += 1
+            return self.results.pop(k)
 
     def files(self, progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, "str | Written"]]:
         """Every switch's files, in fabric order, then the host files; ``progress(switches_done)``
@@ -722,11 +793,9 @@ class ConfigJob:
             raise RuntimeError("a ConfigJob's files are collected once")
         self.collected = True
         done = 0
-        if self.results is not None:
-            if self.pool is None:
-                raise RuntimeError("this ConfigJob was closed before its files were collected")
-            for chunk in self.chunks:
-                yield from self._next_result()
+        if self.collector is not None:
+            for k, chunk in enumerate(self.chunks):
+                yield from self._chunk(k)
                 done += len(chunk)
                 if progress:
                     progress(done)
@@ -746,21 +815,61 @@ class ConfigJob:
         yield "hosts/addresses.csv", host_addresses_csv(self.fabric)
 
 
+class _Worker:
+    """A config process, the pipe that tells it which chunk to render and the pipe its files come
+    up, and the chunks it was given and has not sent back."""
+
+    def __init__(self, process: Any, tasks: Any, files: Any) -> None:
+        self.process, self.tasks, self.files = process, tasks, files
+        self.given: set[int] = set()
+
+    def give(self, k: int) -> None:
+        self.given.add(k)
+        self._send(k)
+
+    def done(self) -> None:
+        """Nothing more to render: it ends after the chunks it has."""
+        self._send(None)
+
+    def _send(self, message: int | None) -> None:
+        try:
+            self.tasks.send(message)
+        except OSError:  # it has stopped: its files pipe says why (its error, or its end)
+            pass
+
+    def end(self) -> str:
+        """How the process ended."""
+        self.process.join()
+        code = self.process.exitcode
+        return f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+
+
 #: Switches rendered per task (one worker task, one progress step).
 CONFIG_CHUNK = 32
 _WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None, "sink": None, "made": None, "check": True}
 
 
-def _init_pool_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None = None) -> None:
-    """A worker process: Ctrl-C is the parent's to handle (it stops the pool), and SIGTERM, which
-    the parent sends to stop the pool, ends the worker at once."""
+def _work(fabric: Fabric, user_dirs: tuple, sink: str | Path | None, chunks: list[list[int]],
+          tasks: Any, out: Any) -> None:
+    """A worker process: renders the chunks it is told to (by index, until told None) and sends
+    each one's files up ``out``, or the first error, and stops. Ctrl-C is the parent's to handle
+    (it stops the workers)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _end_with_parent()
     try:
         _init_worker(fabric, user_dirs, sink)
-    except Exception as exc:  # reported with the first chunk: a worker that fails here would be
-        _WORKER["init_error"] = exc  # replaced, and fail again, for ever
+        while (k := tasks.recv()) is not None:
+            out.send(("files", k, _render_chunk(chunks[k])))
+    except EOFError:  # the parent is gone
+        pass
+    except Exception as exc:
+        try:
+            out.send(("error", -1, exc))
+        except Exception:  # an error that does not pickle: its text
+            out.send(("error", -1, TopoError(f"rendering the switch configs failed: {type(exc).__name__}: {exc}")))
+    finally:
+        out.close()
 
 
 def _end_with_parent() -> None:
@@ -780,13 +889,10 @@ def _init_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None = Non
     env = template_environment(user_dirs)
     env.memo_includes = True  # each switch's facts are made for it and never changed
     _WORKER.update(env=env, facts=facts, shared=shared,
-                   sink=Path(sink) if sink is not None else None, made=set(), check=bool(user_dirs),
-                   init_error=None)
+                   sink=Path(sink) if sink is not None else None, made=set(), check=bool(user_dirs))
 
 
 def _render_chunk(switches: list[int]) -> list[tuple[str, "str | Written"]]:
-    if _WORKER.get("init_error") is not None:
-        raise _WORKER["init_error"]
     env, facts, shared = _WORKER["env"], _WORKER["facts"], _WORKER["shared"]
     out: list[tuple[str, Any]] = []
     for v in switches:
