@@ -683,7 +683,8 @@ class ConfigJob:
         switches = list(range(fabric.first(1), len(fabric.names))) if is_ethernet(fabric) else []
         self.chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
         self.workers: list[_Worker] = []
-        self.results: dict[int, list[tuple[str, Any]]] = {}
+        self.results: dict[int, list[tuple[str, Any]]] = {}  # chunks in, not yet taken
+        self.taken = 0  # chunks files() has taken
         self.failure: BaseException | None = None
         self.ready = threading.Condition()
         self.collector: threading.Thread | None = None
@@ -751,8 +752,6 @@ class ConfigJob:
                 if self.failure is None and len(self.results) + self.taken < len(self.chunks):
                     self.failure = RuntimeError("this ConfigJob was closed before its files were collected")
                 self.ready.notify_all()
-
-    taken = 0  # chunks files() has taken from results
 
     def __enter__(self) -> "ConfigJob":
         return self
