@@ -260,8 +260,10 @@ def _wait_for_configs(proc: subprocess.Popen, timeout: float = 60) -> list[str]:
 
 @pytest.mark.slow
 def test_a_killed_build_leaves_a_folder_the_next_build_removes(tmp_path):
-    # the analysis comes before the configs and is not what is interrupted here: left out, to be quick
-    proc = topo_process("build", "--gpus", "16384", "--no-analysis", "-o", "out", "-j", "2", cwd=tmp_path)
+    # the analysis comes before the configs and is not what is interrupted here: left out, to be
+    # quick; 65,536 GPUs so that the configs are still being collected when it is killed, on a fast
+    # machine too
+    proc = topo_process("build", "--gpus", "65536", "--no-analysis", "-o", "out", "-j", "2", cwd=tmp_path)
     _wait_for_configs(proc)
     proc.kill()
     proc.wait(10)
@@ -352,8 +354,10 @@ def run_in(folder: Path, *args):
 @pytest.mark.parametrize("sig, status, message", [(signal.SIGINT, 130, "Error: interrupted"),
                                                   (signal.SIGTERM, 143, "Error: terminated")])
 def test_an_interrupted_build_ends_cleanly(tmp_path, attempt, sig, status, message):
-    # the analysis comes before the configs and is not what is interrupted here: left out, to be quick
-    proc = topo_process("build", "--gpus", "16384", "--no-analysis", "-o", "out", "-j", "2", cwd=tmp_path)
+    # the analysis comes before the configs and is not what is interrupted here: left out, to be
+    # quick; 65,536 GPUs so that the configs are still being collected 0.2 s after they start, on
+    # a fast machine too
+    proc = topo_process("build", "--gpus", "65536", "--no-analysis", "-o", "out", "-j", "2", cwd=tmp_path)
     _wait_for_configs(proc)
     time.sleep(0.2 * attempt)
     proc.send_signal(sig)
