@@ -204,6 +204,7 @@ class ConfigFacts:
                 }
         self._layouts: dict[tuple, dict[str, Any]] = {}
         self._ports: dict[tuple[int, int, int, int], tuple[str, str, str, int]] = {}
+        self._port_bases: dict[tuple[int, ...], dict[str, Any]] = {}  # see switch()
         self._host_pool: int | None = None
         self._tier_profiles: dict[int, list[dict[str, Any]]] = {}
 
@@ -303,7 +304,6 @@ class ConfigFacts:
              peer_asn) in rows:
             kind = KIND_NAMES[k]
             to_server = peer_tier == 0
-            name, alias, lane_list, index = self.port_facts(tier, port, lane, breakout)
             if to_server and plan.homes == 2:
                 peer_name = f"{names[peer]}:{member_port(*divmod(peer_port, 2))}"
             elif to_server:
@@ -314,26 +314,37 @@ class ConfigFacts:
             ip = _dotted(ip) if ip else None  # 0: unnumbered
             peer_ip = _dotted(peer_ip) if peer_ip else None
             peer_port_name = peer_name.split(":", 1)[1]
-            entry = {
-                "name": name,
-                "port": port,
-                "lane": lane,
-                "breakout": breakout,
-                "alias": alias,
-                "lanes": lane_list,
-                "index": index,
-                "speed_mbps": speeds[kind] * 1000,
-                "kind": kind,
-                "direction": "up" if upward else "down",
-                "peer": names[peer],
-                "peer_port": peer_port_name,
-                "description": f"to {peer_name}",
-                "ip": f"{ip}/31" if ip else None,
-                "peer_ip": peer_ip,
-                "cable_m": cable_m[kind],
-                "buffer_profile": self.buffer_profiles[tier, kind]["name"],
-                "admin_status": "up",
-            }
+            base_key = (tier, port, lane, breakout, k, upward)
+            base = self._port_bases.get(base_key)
+            if base is None:  # what every switch of the tier has on this port for this kind of link
+                name, alias, lane_list, index = self.port_facts(tier, port, lane, breakout)
+                base = self._port_bases[base_key] = {
+                    "name": name,
+                    "port": port,
+                    "lane": lane,
+                    "breakout": breakout,
+                    "alias": alias,
+                    "lanes": lane_list,
+                    "index": index,
+                    "speed_mbps": speeds[kind] * 1000,
+                    "kind": kind,
+                    "direction": "up" if upward else "down",
+                    "peer": None,
+                    "peer_port": None,
+                    "description": None,
+                    "ip": None,
+                    "peer_ip": None,
+                    "cable_m": cable_m[kind],
+                    "buffer_profile": self.buffer_profiles[tier, kind]["name"],
+                    "admin_status": "up",
+                }
+            entry = base.copy()  # the same keys in the same order, the switch's own values set
+            entry["peer"] = names[peer]
+            entry["peer_port"] = peer_port_name
+            entry["description"] = f"to {peer_name}"
+            entry["ip"] = f"{ip}/31" if ip else None
+            entry["peer_ip"] = peer_ip
+            name = base["name"]
             used.setdefault(port, []).append(entry)
             if not to_server and kind != PEER_LINK:
                 neighbors.append({
