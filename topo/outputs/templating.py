@@ -33,6 +33,7 @@ import jinja2
 import jinja2.runtime
 import jinja2.sandbox
 import jinja2.utils
+from jinja2.utils import missing
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.loaders import split_template_path
@@ -208,7 +209,7 @@ class TemplateCodeGenerator(CodeGenerator):
         self.writeline("template = environment.get_template(", node)
         self.visit(node.template, frame)
         self.write(f", {self.name!r})")
-        self.writeline(f"yield from environment.render_include(template, context.get_all(), "
+        self.writeline(f"yield from environment.render_include(template, context, "
                        f"{self.dump_local_context(frame)})")
 
     def visit_Output(self, node: nodes.Output, frame: Frame) -> None:
@@ -273,17 +274,27 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         self._safe_attributes: dict[tuple[type, str], bool] = {}
         self._memos: dict[jinja2.Template, IncludeMemo | None] = {}
 
-    def render_include(self, template: jinja2.Template, parent: dict[str, Any],
+    def render_include(self, template: jinja2.Template, includer: jinja2.runtime.Context,
                        local_vars: dict[str, Any]) -> Iterator[str]:
-        """What ``{% include %}`` of ``template`` renders (with the includer's context): one text from
-        the template's memo where it has one, else Jinja2's render of it."""
-        context = template.new_context(parent, True, local_vars)
+        """What ``{% include %}`` of ``template`` renders in the context of the including template
+        (``includer``, and its ``local_vars``, as Jinja2's include passes them): one text from the
+        template's memo where it has one, else Jinja2's render of it."""
         memo = self._memos.get(template, _NO_MEMO) if self.memo_includes else None
         if memo is _NO_MEMO:
             memo = self._memos[template] = self._memo_of(template)
         if memo is None or not memo.useful:
-            return template.root_render_func(context)
-        return iter((memo.render(context.resolve_or_missing, lambda: self.concat(template.root_render_func(context))),))
+            return template.root_render_func(template.new_context(includer.get_all(), True, local_vars))
+
+        def resolve(name: str) -> Any:
+            # what the include's own context would give: a local of the includer that is set, else
+            # the includer's variables, else its parent's (no context is made for a memo hit)
+            value = local_vars.get(name, missing)
+            return includer.resolve_or_missing(name) if value is missing else value
+
+        def render() -> str:
+            return self.concat(template.root_render_func(template.new_context(includer.get_all(), True, local_vars)))
+
+        return iter((memo.render(resolve, render),))
 
     def _memo_of(self, template: jinja2.Template) -> IncludeMemo | None:
         source = getattr(template, "topo_source", None)
