@@ -324,6 +324,16 @@ def test_a_config_worker_that_dies_stops_the_build_instead_of_hanging(tmp_path, 
         assert time.perf_counter() - start < 30
 
 
+def test_a_config_job_closed_before_its_files_were_collected_says_so():
+    from topo.outputs.configs import ConfigJob
+
+    fabric = build_fabric(load_spec({"gpus": 4096}))
+    job = ConfigJob(fabric, (), 2)
+    job.close()
+    with pytest.raises(RuntimeError, match="closed before its files were collected"):
+        list(job.files())
+
+
 def test_a_config_worker_that_cannot_start_reports_why(monkeypatch):
     """A worker whose set-up fails (no memory for the switch facts, say) reports that error with
     the first chunk instead of being replaced, and failing again, for ever."""

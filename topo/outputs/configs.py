@@ -700,6 +700,7 @@ class ConfigJob:
         self.ready = threading.Condition()
         self.collector: threading.Thread | None = None
         self.collected = False
+        self.closed = False
         workers = min(workers, len(self.chunks))  # no process without a chunk to render
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             self._start(multiprocessing.get_context("fork"), workers, sink)
@@ -736,9 +737,9 @@ class ConfigJob:
                     worker = busy[conn]
                     try:
                         kind, k, value = conn.recv()
-                    except (EOFError, OSError):  # the worker is gone: it ends only when told
+                    except (EOFError, OSError):  # the worker is gone: it ends only when told, or stopped
                         del busy[conn]
-                        if worker.given:
+                        if worker.given and not self.closed:
                             raise TopoError(f"a process rendering the switch configs died ({worker.end()}: "
                                             "killed, or out of memory); the build stopped, nothing was "
                                             "written; -j 1 renders them in this process") from None
@@ -772,6 +773,7 @@ class ConfigJob:
 
     def close(self) -> None:
         """Stop the workers (at once, if they are still rendering)."""
+        self.closed = True
         workers, self.workers = self.workers, []
         for worker in workers:
             if worker.process.exitcode is None:
@@ -804,6 +806,8 @@ class ConfigJob:
         self.collected = True
         done = 0
         if self.collector is not None:
+            if self.closed:
+                raise RuntimeError("this ConfigJob was closed before its files were collected")
             for k, chunk in enumerate(self.chunks):
                 yield from self._chunk(k)
                 done += len(chunk)
