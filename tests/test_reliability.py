@@ -169,6 +169,22 @@ def test_a_failing_file_system_is_one_error_line_and_leaves_nothing(tmp_path, mo
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_a_write_that_fails_in_a_config_process_names_the_folder(tmp_path, monkeypatch):
+    """The config processes write the switch configs themselves: a full disk there is the same one
+    line, naming the folder as given with -o, and leaves nothing."""
+    real_open = open
+
+    def failing_open(path, mode="r", *args, **kwargs):
+        if "x" in mode and str(path).endswith("/cluster-leaf-su05-r2/frr.conf"):  # the second chunk
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(writer, "open", failing_open, raising=False)  # the forked workers inherit it
+    result = run("build", "--gpus", 4096, "--no-analysis", "-j", 2, "-o", tmp_path / "out", "-q")
+    one_error(result, f"cannot write {tmp_path / 'out'}/switches/", os.strerror(errno.ENOSPC))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_an_unwritable_parent_is_one_error_line(tmp_path, monkeypatch):
     def refuse(path, mode=0o777):
         raise PermissionError(errno.EACCES, "Permission denied", str(path))

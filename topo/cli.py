@@ -731,7 +731,8 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
             # the switch configs are rendered and written by worker processes from now on, while
             # this one analyses and writes the rest; leaving the block (an error too) stops them
             # before the folder is tidied away
-            job = stack.enter_context(ConfigJob(fabric, templates, workers, folder.tmp)) if configs else None
+            job = stack.enter_context(ConfigJob(fabric, templates, workers, folder.tmp, str(folder.given))) \
+                if configs else None
             analysis, parts = None, 0
             if not no_analysis:  # only then the analyses are imported
                 from .analysis.analyze import analyze, what_if_parts

@@ -689,8 +689,9 @@ class ConfigJob:
     this process until collected: collect them soon."""
 
     def __init__(self, fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: int = 1,
-                 sink: str | Path | None = None) -> None:
+                 sink: str | Path | None = None, shown: str = "the output folder") -> None:
         self.fabric, self.user_dirs, self.sink = fabric, tuple(user_dirs), sink
+        self.shown = shown  # the folder as write errors name it (the -o the user gave)
         switches = list(range(fabric.first(1), len(fabric.names))) if is_ethernet(fabric) else []
         self.chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
         self.workers: list[_Worker] = []
@@ -711,7 +712,8 @@ class ConfigJob:
                 tasks_in, tasks_out = context.Pipe(duplex=False)
                 files_in, files_out = context.Pipe(duplex=False)
                 process = context.Process(target=_work, daemon=True, name=f"topo-configs-{w}",
-                                          args=(self.fabric, self.user_dirs, sink, self.chunks, tasks_in, files_out))
+                                          args=(self.fabric, self.user_dirs, sink, self.shown, self.chunks, tasks_in,
+                                                files_out))
                 process.start()  # the worker starts now
                 tasks_in.close()  # the worker holds the only other ends: its end closes them
                 files_out.close()
@@ -814,9 +816,9 @@ class ConfigJob:
                 if progress:
                     progress(done)
             self.close()
-            _init_worker(self.fabric, self.user_dirs, self.sink)  # this process's state is another call's
+            _init_worker(self.fabric, self.user_dirs, self.sink, self.shown)  # this process's state is another call's
         else:
-            _init_worker(self.fabric, self.user_dirs, self.sink)
+            _init_worker(self.fabric, self.user_dirs, self.sink, self.shown)
             for chunk in self.chunks:
                 yield from _render_chunk(chunk)
                 done += len(chunk)
@@ -863,7 +865,7 @@ CONFIG_CHUNK = 32
 _WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None, "sink": None, "made": None, "check": True}
 
 
-def _work(fabric: Fabric, user_dirs: tuple, sink: str | Path | None, chunks: list[list[int]],
+def _work(fabric: Fabric, user_dirs: tuple, sink: str | Path | None, shown: str, chunks: list[list[int]],
           tasks: Any, out: Any) -> None:
     """A worker process: renders the chunks it is told to (by index, until told None) and sends
     each one's files up ``out``, or the first error, and stops. Ctrl-C is the parent's to handle
@@ -872,7 +874,7 @@ def _work(fabric: Fabric, user_dirs: tuple, sink: str | Path | None, chunks: lis
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _end_with_parent()
     try:
-        _init_worker(fabric, user_dirs, sink)
+        _init_worker(fabric, user_dirs, sink, shown)
         while (k := tasks.recv()) is not None:
             out.send(("files", k, _render_chunk(chunks[k])))
     except EOFError:  # the parent is gone
@@ -896,14 +898,15 @@ def _end_with_parent() -> None:
         pass
 
 
-def _init_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None = None) -> None:
+def _init_worker(fabric: Fabric, user_dirs: tuple, sink: str | Path | None = None,
+                 shown: str = "the output folder") -> None:
     facts = ConfigFacts(fabric)
     shared = facts.shared()
     shared["name"] = fabric.spec.name
     env = template_environment(user_dirs)
     env.memo_includes = True  # each switch's facts are made for it and never changed
     _WORKER.update(env=env, facts=facts, shared=shared,
-                   sink=Path(sink) if sink is not None else None, made=set(), check=bool(user_dirs))
+                   sink=Path(sink) if sink is not None else None, made=set(), check=bool(user_dirs), shown=shown)
 
 
 def _render_chunk(switches: list[int]) -> list[tuple[str, "str | Written"]]:
@@ -931,6 +934,6 @@ def _render_chunk(switches: list[int]) -> list[tuple[str, "str | Written"]]:
     written = []
     for rel, text in out:  # write them here: only their digests go back to the parent
         data = text.encode("utf-8")
-        write_file(sink, rel, data, _WORKER["made"])
+        write_file(sink, rel, data, _WORKER["made"], _WORKER["shown"])
         written.append((rel, Written(digest(data), len(data))))
     return written
