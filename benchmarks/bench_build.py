@@ -17,6 +17,8 @@ alone, and no part finds caches or compiled templates that another left):
   folder and writes every file's bytes into it, nothing else (only the writes are timed, not the
   reading of each file beforehand from the page cache); the full folder is compared with the
   folder without configs and with this floor run by run (the disk's speed drifts between runs);
+* topo build: wall time of the whole command as a user runs it (``topo build --gpus N --radix R -q``,
+  Python's start, the analysis and the design review included), with ``--no-configs`` and without;
 * each part starts after ``os.sync()`` (not timed), so that none pays for the writing back of what
   the parts before it wrote;
 * baseline RSS: peak RSS after the imports, before any work;
@@ -222,31 +224,26 @@ def run_once(gpus: int, radix: int, scratch: Path) -> dict:
     import tempfile
     import time
 
+    def run(args: list[str], what: str) -> str:
+        proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr)
+            raise SystemExit(f"bench_build: {gpus:,} GPUs at radix {radix}, {what} failed (exit {proc.returncode})")
+        return proc.stdout
+
     result: dict = {}
     tmp = tempfile.mkdtemp(prefix=f"{gpus}-", dir=scratch)
     for part in ("plain", "full", "floor"):
-        proc = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--child", part, str(gpus), str(radix), tmp],
-            capture_output=True, text=True, cwd=ROOT,
-        )
-        if proc.returncode != 0:
-            sys.stderr.write(proc.stderr)
-            raise SystemExit(f"bench_build: {gpus:,} GPUs at radix {radix}, part {part} failed "
-                             f"(exit {proc.returncode})")
-        result.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+        out = run([str(Path(__file__).resolve()), "--child", part, str(gpus), str(radix), tmp], f"part {part}")
+        result.update(json.loads(out.strip().splitlines()[-1]))
     # the whole command as a user runs it (Python's start, the analysis and the design review
     # included), without and with the configs
     for key, extra in (("command_plain_s", ["--no-configs"]), ("command_full_s", [])):
         os.sync()
         start = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "topo.cli", "build", "--gpus", str(gpus), "--radix", str(radix), "-q",
-             "-o", str(Path(tmp) / key), *extra], capture_output=True, text=True, cwd=ROOT)
+        run(["-m", "topo.cli", "build", "--gpus", str(gpus), "--radix", str(radix), "-q",
+             "-o", str(Path(tmp) / key), *extra], " ".join(["topo build", *extra]))
         result[key] = time.perf_counter() - start
-        if proc.returncode != 0:
-            sys.stderr.write(proc.stderr)
-            raise SystemExit(f"bench_build: topo build --gpus {gpus} --radix {radix} {' '.join(extra)} failed "
-                             f"(exit {proc.returncode})")
     return result
 
 

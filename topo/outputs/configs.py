@@ -15,9 +15,9 @@ import csv
 import ctypes
 import ipaddress
 import io
+import itertools
 import json
 import math
-import itertools
 import multiprocessing
 import multiprocessing.connection
 import signal
@@ -862,7 +862,8 @@ class _Worker:
 
 #: Switches rendered per task (one worker task, one progress step).
 CONFIG_CHUNK = 32
-_WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None, "sink": None, "made": None, "check": True}
+_WORKER: dict[str, Any] = {"env": None, "facts": None, "shared": None, "sink": None, "made": None, "check": True,
+                           "shown": "the output folder"}
 
 
 def _work(fabric: Fabric, user_dirs: tuple, sink: str | Path | None, shown: str, chunks: list[list[int]],

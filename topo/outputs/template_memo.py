@@ -18,9 +18,10 @@ for the switch configs (:attr:`~topo.outputs.templating.TemplateSandbox.memo_inc
 facts are made for each switch and never changed, and the immutable sandbox lets no template
 change them. The same contract makes keys cheap: a container's key is made once while it is the
 last one a need keyed (the fabric-wide facts are one object in every render), and the values of
-a key over a list of dicts (the ports' names) once per list, for every include that reads them. A render that reads anything else (the including template's loop, namespace,
-cycler or macro, whose state changes under the same identity; a method or attribute of an
-object) is rendered, not looked up.
+a key over a list of dicts (the ports' names) once per list, for every include that reads them.
+A render that reads anything else (the including template's loop, namespace, cycler or macro,
+whose state changes under the same identity; a method or attribute of an object) is rendered,
+not looked up.
 
 A template is not memoised when its output could depend on something else, or when it changes
 something: a macro, block, include or import of its own, ``{% set %}`` blocks, ``{% filter %}``,

@@ -282,8 +282,11 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         memo = self._memos.get(template, _NO_MEMO) if self.memo_includes else None
         if memo is _NO_MEMO:
             memo = self._memos[template] = self._memo_of(template)
-        if memo is None or not memo.useful:
+        def rendered() -> Iterator[str]:  # Jinja2's include: a context of its own
             return template.root_render_func(template.new_context(includer.get_all(), True, local_vars))
+
+        if memo is None or not memo.useful:
+            return rendered()
 
         def resolve(name: str) -> Any:
             # what the include's own context would give: a local of the includer that is set, else
@@ -291,10 +294,7 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
             value = local_vars.get(name, missing)
             return includer.resolve_or_missing(name) if value is missing else value
 
-        def render() -> str:
-            return self.concat(template.root_render_func(template.new_context(includer.get_all(), True, local_vars)))
-
-        return iter((memo.render(resolve, render),))
+        return iter((memo.render(resolve, lambda: self.concat(rendered())),))
 
     def _memo_of(self, template: jinja2.Template) -> IncludeMemo | None:
         source = getattr(template, "topo_source", None)
