@@ -205,6 +205,8 @@ class ConfigFacts:
         self._layouts: dict[tuple, dict[str, Any]] = {}
         self._ports: dict[tuple[int, int, int, int], tuple[str, str, str, int]] = {}
         self._port_bases: dict[tuple[int, ...], dict[str, Any]] = {}  # see switch()
+        self._peer_ports: dict[tuple[int, int, int, int], str] = {}  # see peer_port_name()
+        self._kind_facts: dict[tuple[int, bytes], dict[str, Any]] = {}  # see _buffer_facts_of()
         self._host_pool: int | None = None
         self._tier_profiles: dict[int, list[dict[str, Any]]] = {}
 
@@ -292,33 +294,32 @@ class ConfigFacts:
         chassis = self.chassis[tier]
         lo, hi = int(e.starts[v]), int(e.starts[v + 1])
         peers = e.peer[lo:hi]
+        # both ends' addresses as dotted quads in one vectorised pass ("" where unnumbered: 0)
+        both = np.concatenate((e.ip[lo:hi], e.peer_ip[lo:hi]))
+        dotted = ip_text(both)
+        ips, peer_ips = dotted[:hi - lo], dotted[hi - lo:]
         rows = zip(e.port[lo:hi].tolist(), e.lane[lo:hi].tolist(), peers.tolist(), e.kind[lo:hi].tolist(),
                    f.tier[peers].tolist(), e.breakout[lo:hi].tolist(), e.peer_port[lo:hi].tolist(),
                    e.peer_lane[lo:hi].tolist(), e.peer_breakout[lo:hi].tolist(), e.upward[lo:hi].tolist(),
-                   e.ip[lo:hi].tolist(), e.peer_ip[lo:hi].tolist(),
+                   (both[:hi - lo] > 0).tolist(), (both[hi - lo:] > 0).tolist(), ips, peer_ips,
                    f.addressing.asn[peers].tolist())
-        used: dict[int, list[dict[str, Any]]] = {}
+        entries: list[dict[str, Any]] = []
         neighbors = []
-        cable_m, speeds = self.cable_m[tier], self.speeds
-        for (port, lane, peer, k, peer_tier, breakout, peer_port, peer_lane, peer_breakout, upward, ip, peer_ip,
-             peer_asn) in rows:
-            kind = KIND_NAMES[k]
-            to_server = peer_tier == 0
-            if to_server and plan.homes == 2:
-                peer_name = f"{names[peer]}:{member_port(*divmod(peer_port, 2))}"
-            elif to_server:
-                peer_name = f"{names[peer]}:{rdma_device(peer_port)}"
-            else:
-                peer_name = f"{names[peer]}:" + sonic_port_name(peer_port, peer_lane, self.lanes[peer_tier],
-                                                                peer_breakout)
-            ip = _dotted(ip) if ip else None  # 0: unnumbered
-            peer_ip = _dotted(peer_ip) if peer_ip else None
-            peer_port_name = peer_name.split(":", 1)[1]
+        cable_m, speeds, bases, peer_ports = self.cable_m[tier], self.speeds, self._port_bases, self._peer_ports
+        for (port, lane, peer, k, peer_tier, breakout, peer_port, peer_lane, peer_breakout, upward, numbered,
+             peer_numbered, ip, peer_ip, peer_asn) in rows:
+            peer_key = (peer_tier, peer_port, peer_lane, peer_breakout)
+            peer_port_name = peer_ports.get(peer_key)
+            if peer_port_name is None:  # the same on every peer of the tier: made once
+                peer_port_name = peer_ports[peer_key] = self.peer_port_name(peer_tier, peer_port, peer_lane,
+                                                                            peer_breakout)
+            peer_node = names[peer]
             base_key = (tier, port, lane, breakout, k, upward)
-            base = self._port_bases.get(base_key)
+            base = bases.get(base_key)
             if base is None:  # what every switch of the tier has on this port for this kind of link
+                kind = KIND_NAMES[k]
                 name, alias, lane_list, index = self.port_facts(tier, port, lane, breakout)
-                base = self._port_bases[base_key] = {
+                base = bases[base_key] = {
                     "name": name,
                     "port": port,
                     "lane": lane,
@@ -339,45 +340,28 @@ class ConfigFacts:
                     "admin_status": "up",
                 }
             entry = base.copy()  # the same keys in the same order, the switch's own values set
-            entry["peer"] = names[peer]
+            entry["peer"] = peer_node
             entry["peer_port"] = peer_port_name
-            entry["description"] = f"to {peer_name}"
-            entry["ip"] = f"{ip}/31" if ip else None
-            entry["peer_ip"] = peer_ip
-            name = base["name"]
-            used.setdefault(port, []).append(entry)
-            if not to_server and kind != PEER_LINK:
+            entry["description"] = f"to {peer_node}:{peer_port_name}"
+            entry["ip"] = f"{ip}/31" if numbered else None  # 0: unnumbered
+            entry["peer_ip"] = peer_ip if peer_numbered else None
+            entries.append(entry)
+            if peer_tier != 0 and k != PEER_KIND:
                 neighbors.append({
-                    "address": peer_ip,
-                    "local_address": ip,
-                    "interface": name,
+                    "address": peer_ip if peer_numbered else None,
+                    "local_address": ip if numbered else None,
+                    "interface": base["name"],
                     "asn": peer_asn,
-                    "peer": names[peer],
+                    "peer": peer_node,
                     "peer_port": peer_port_name,
                 })
-        ports = []
-        for port in range(1, self.radix[tier] + 1):
-            entries = used.get(port, [])
-            if len(entries) == 1 and entries[0]["breakout"] == 1:
-                ports.extend(entries)
-                continue
-            # an unused port, whole; or a broken-out port, every lane (an unused lane admin down,
-            # so that the port's breakout stays whole)
-            breakout = entries[0]["breakout"] if entries else 1
-            speed = entries[0]["speed_mbps"] if entries else self.port_gbps[tier] * 1000
-            by_lane = {p["lane"]: p for p in entries}
-            for lane in range(1, breakout + 1):
-                if lane in by_lane:
-                    ports.append(by_lane[lane])
-                    continue
-                name, alias, lane_list, index = self.port_facts(tier, port, lane, breakout)
-                ports.append({
-                    "name": name, "port": port, "lane": lane,
-                    "breakout": breakout, "alias": alias, "lanes": lane_list, "index": index,
-                    "speed_mbps": speed, "kind": None, "direction": None, "peer": None,
-                    "peer_port": None, "description": "unused", "ip": None, "peer_ip": None,
-                    "cable_m": None, "buffer_profile": None, "admin_status": "down",
-                })
+        radix = self.radix[tier]
+        if hi - lo == radix and not (e.breakout[lo:hi] != 1).any():
+            # as many rows as ports, none broken out: every port used once, in order (the rows are
+            # sorted by port and lane), so the rows are the PORT table
+            ports = entries
+        else:
+            ports = self._all_ports(tier, entries)
         return {
             "name": names[v],
             "role": role,
@@ -402,10 +386,57 @@ class ConfigFacts:
             # SONiC scales the watchdog by the switch's whole PORT table: these ports, and once the
             # file is merged, the SKU's extra (SFP) ports too
             "pfc_wd": pfc_watchdog(len(ports) + (platform.extra_ports if platform else 0)),
-            "buffer": None if chassis else self.buffer_facts(Counter(p["kind"] for p in ports if p["kind"] is not None),
-                                                             tier),
+            "buffer": None if chassis else self._buffer_facts_of(tier, e.kind[lo:hi]),
             "chassis": chassis,
         }
+
+    def peer_port_name(self, peer_tier: int, peer_port: int, peer_lane: int, peer_breakout: int) -> str:
+        """The far end's port as a description names it: a server's RDMA device (with dual-ToR,
+        its bond's member port), or a switch's SONiC port."""
+        if peer_tier == 0:
+            if self.fabric.plan.homes == 2:
+                return member_port(*divmod(peer_port, 2))
+            return rdma_device(peer_port)
+        return sonic_port_name(peer_port, peer_lane, self.lanes[peer_tier], peer_breakout)
+
+    def _all_ports(self, tier: int, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Every port of a switch of ``tier`` in order, its used ``entries`` (in port and lane
+        order) among them: an unused port whole; a broken-out port, every lane (an unused lane
+        admin down, so that the port's breakout stays whole)."""
+        used: dict[int, list[dict[str, Any]]] = {}
+        for entry in entries:
+            used.setdefault(entry["port"], []).append(entry)
+        ports = []
+        for port in range(1, self.radix[tier] + 1):
+            of_port = used.get(port, [])
+            if len(of_port) == 1 and of_port[0]["breakout"] == 1:
+                ports.extend(of_port)
+                continue
+            breakout = of_port[0]["breakout"] if of_port else 1
+            speed = of_port[0]["speed_mbps"] if of_port else self.port_gbps[tier] * 1000
+            by_lane = {p["lane"]: p for p in of_port}
+            for lane in range(1, breakout + 1):
+                if lane in by_lane:
+                    ports.append(by_lane[lane])
+                    continue
+                name, alias, lane_list, index = self.port_facts(tier, port, lane, breakout)
+                ports.append({
+                    "name": name, "port": port, "lane": lane,
+                    "breakout": breakout, "alias": alias, "lanes": lane_list, "index": index,
+                    "speed_mbps": speed, "kind": None, "direction": None, "peer": None,
+                    "peer_port": None, "description": "unused", "ip": None, "peer_ip": None,
+                    "cable_m": None, "buffer_profile": None, "admin_status": "down",
+                })
+        return ports
+
+    def _buffer_facts_of(self, tier: int, kinds: np.ndarray) -> dict[str, Any]:
+        """:meth:`buffer_facts` of a switch of ``tier`` whose active ports' link kinds are ``kinds``
+        (in port order), looked up by those kinds without counting them again."""
+        key = (tier, kinds.tobytes())
+        facts = self._kind_facts.get(key)
+        if facts is None:
+            facts = self._kind_facts[key] = self.buffer_facts(Counter(KIND_NAMES[k] for k in kinds.tolist()), tier)
+        return facts
 
     def port_facts(self, tier: int, port: int, lane: int, breakout: int) -> tuple[str, str, str, int]:
         """A port's SONiC name, alias, SerDes lanes (as the PORT table writes them) and index: the
