@@ -192,6 +192,26 @@ CONSTRUCTS = {
     "nested-loops": ("{% for p in d.ports %}{% set outer = loop %}{% for q in [1, 2] %}"
                      "{{ p.name }}|{{ q }}{{ ',' if not (outer.last and loop.last) }}\n{% endfor %}{% endfor %}"),
     "filtered-loop": "{% for p in d.ports if p.index > 1 %}{{ p.name }}{{ loop.index }}{% endfor %}",
+    # quick loops (TopoLoop): only loop.index0, index, first and last read
+    "quick-loop": ("{% for p in d.ports %}{{ loop.index0 }}{{ loop.index }}{{ loop.first }}{{ loop.last }}"
+                   "{{ ',' if not loop.last }}{% if loop.first %}^{% endif %}\n{% endfor %}"),
+    "quick-loop-filtered": ("{% for p in d.ports if p.index != 2 %}{{ p.name }}{{ ',' if not loop.last }}"
+                            "{% endfor %}|{% for p in d.ports if p.index > 9 %}{{ loop.last }}{% endfor %}"),
+    "quick-loop-first-only": "{% for k, v in d.nested.items() %}{{ '!' if loop.first }}{{ k }}={{ v }}{% endfor %}",
+    "quick-loop-empty-and-else": ("{% for p in d.empty %}{{ loop.last }}{% else %}none{% endfor %}"
+                                  "{% for c in d.name %}{{ c }}{{ '.' if not loop.last }}{% endfor %}"),
+    "quick-loop-one-item": "{% for p in d.ports[:1] %}{{ loop.first }}{{ loop.last }}{{ loop.index }}{% endfor %}",
+    "quick-inside-context-loop": ("{% for p in d.ports %}{% for q in [1, 2] %}{{ loop.index }}{% endfor %}"
+                                  "{{ loop.last }}/{{ loop.length }};{% endfor %}"),
+    "context-inside-quick-loop": ("{% for p in d.ports %}{{ loop.last }}{% for q in [1, 2] %}{{ loop.revindex }}"
+                                  "{% endfor %};{% endfor %}"),
+    "plain-inside-quick-loop": ("{% for p in d.ports %}{% for q in [1, 2] %}{{ q }}{% endfor %}"
+                                "{{ ',' if not loop.last }}{% endfor %}"),
+    "loop-as-value": ("{% for p in d.ports %}{% set l = loop %}{{ l.last }}{% endfor %}"
+                      "{% for p in d.ports %}{{ loop.last }}{{ loop.changed(p.index) }}{% endfor %}"),
+    "loop-in-a-macro": ("{% macro m(x) %}{{ x }}{% endmacro %}{% for p in d.ports %}{{ m(loop.index) }}"
+                        "{{ loop.last }}{% endfor %}"),
+    "concat": "{{ d.name ~ '|' ~ d.index ~ d.none ~ d.pair ~ d.flag ~ d.nested.deep }} {{ '%s' ~ d.name ~ '%%' }}",
     "tuple-value": "{{ d.pair }} {{ (1, 2) }} {{ d.none }} {{ d.flag }}",
     "macro-and-set-block": ("{% macro row(p) %}{{ p.name }}={{ p.index }}{% endmacro %}"
                             "{% set block %}{{ d.name }}!{% endset %}{{ row(d.ports[0]) }} {{ block }}"),
@@ -202,7 +222,7 @@ CONSTRUCTS = {
     "object-attributes": "{{ 'x'.upper() }} {{ (d.ports | first).name }} {{ d.name.upper() }}",
 }
 FACTS = {"name": "leaf-1", "index": 7, "last": "not the loop", "nested": {"deep": 1.5}, "pair": (1, "a"),
-         "none": None, "flag": True, "html": "<b>&</b>", "keys": "k",
+         "none": None, "flag": True, "html": "<b>&</b>", "keys": "k", "empty": [],
          "ports": [{"name": "Ethernet0", "index": 1}, {"name": "Ethernet4", "index": 2},
                    {"name": "Ethernet8", "index": 3}]}
 
@@ -218,6 +238,38 @@ def test_the_code_generator_renders_what_jinja2_renders(source):
     ours, stock = template_environment(), _stock_sandbox()
     assert type(ours).code_generator_class is not type(stock).code_generator_class
     assert ours.from_string(source).render(d=FACTS) == stock.from_string(source).render(d=FACTS)
+
+
+#: How many of each construct's loops are quick (TopoLoop, no LoopContext) and how many keep LoopContext.
+QUICK_LOOPS = {"quick-loop": (1, 0), "quick-loop-filtered": (2, 0), "quick-loop-first-only": (1, 0),
+               "quick-loop-empty-and-else": (2, 0), "quick-loop-one-item": (1, 0),
+               "quick-inside-context-loop": (1, 1), "context-inside-quick-loop": (0, 2),
+               "plain-inside-quick-loop": (1, 0), "loop-as-value": (0, 2), "loop-in-a-macro": (1, 0),
+               "loop-values": (0, 1), "nested-loops": (1, 1), "filtered-loop": (1, 0)}
+
+
+#: Loops whose included or imported templates see their ``loop``: never quick.
+SEEN_LOOPS = {
+    "include": "{% for p in d.ports %}{{ loop.last }}{% include 'child.j2' %}{% endfor %}",
+    "include-deeper": "{% for p in d.ports %}{% if loop.first %}{% include 'child.j2' %}{% endif %}{% endfor %}",
+    "import": "{% for p in d.ports %}{{ loop.index }}{% import 'm.j2' as m with context %}{% endfor %}",
+    "from-import": "{% for p in d.ports %}{{ loop.index }}{% from 'm.j2' import row with context %}{% endfor %}",
+}
+
+
+@pytest.mark.parametrize("name", [*QUICK_LOOPS, *SEEN_LOOPS])
+def test_only_loops_that_read_index_first_or_last_are_quick(name):
+    code = template_environment().compile(CONSTRUCTS.get(name) or SEEN_LOOPS[name], raw=True)
+    quick, context = QUICK_LOOPS.get(name, (0, 1))
+    assert (code.count("environment.quick_"), code.count(" LoopContext(")) == (quick, context), code
+
+
+def test_the_packaged_per_port_tables_loop_quickly():
+    env = template_environment()
+    for name in ("sonic/port.j2", "sonic/interface.j2", "sonic/cable_length.j2", "sonic/buffer_pg.j2",
+                 "frr/interfaces.j2"):
+        code = env.compile(env.loader.get_source(env, name)[0], name, raw=True)
+        assert "environment.quick_" in code and " LoopContext(" not in code, name
 
 
 @pytest.mark.parametrize("source,line", [

@@ -169,10 +169,84 @@ _LOOP_ATTRIBUTES = frozenset({"index0", "index", "depth0", "depth", "length", "r
                               "last", "previtem", "nextitem"})
 
 
+#: The ``loop.x`` a quick loop (:class:`TopoLoop`) keeps: those a comma between table entries, or a
+#: line between blocks, needs; a loop that reads any other (``length``, ``cycle``, ``changed``...)
+#: or uses ``loop`` as a value keeps Jinja2's ``LoopContext``.
+_QUICK_LOOP_ATTRIBUTES = frozenset({"index0", "index", "first", "last"})
+
+
+class TopoLoop:
+    """The ``loop`` of a quick loop: the four values of :data:`_QUICK_LOOP_ATTRIBUTES` as plain
+    attributes, set before each step (Jinja2's ``LoopContext`` computes each one by a Python call
+    on every read, and steps through a Python ``__next__``)."""
+
+    __slots__ = ("index0", "index", "first", "last")
+
+    def __init__(self) -> None:
+        self.index0, self.index, self.first, self.last = -1, 0, False, False
+
+
+def quick_loop(iterable: Any, peek: bool) -> Iterator[tuple[Any, TopoLoop]]:
+    """``(item, loop)`` for each item of ``iterable``. With ``peek`` (the loop reads
+    ``loop.last``) each item is taken one step ahead, as ``LoopContext`` takes it when
+    ``loop.last`` is read."""
+    loop = TopoLoop()
+    i = 0
+    if not peek:
+        for item in iterable:
+            loop.index0, loop.index, loop.first = i, i + 1, i == 0
+            yield item, loop
+            i += 1
+        return
+    it = iter(iterable)
+    for item in it:
+        break
+    else:
+        return
+    for ahead in it:
+        loop.index0, loop.index, loop.first = i, i + 1, i == 0
+        yield item, loop
+        item = ahead
+        i += 1
+    loop.index0, loop.index, loop.first, loop.last = i, i + 1, i == 0, True
+    yield item, loop
+
+
+def _quick_loop_reads(node: nodes.For) -> tuple[set[str], set[int]] | None:
+    """The ``loop.x`` that the body of the for-loop ``node`` reads, with the ``id`` of each such
+    read's ``loop`` Name node; None when it needs Jinja2's
+    ``LoopContext``: a recursive loop, ``loop`` read other than as one of
+    :data:`_QUICK_LOOP_ATTRIBUTES` (a value, a call, another attribute), ``loop`` assigned, a
+    nested loop, macro, call block or block that names a ``loop`` (which could be its own), or an
+    include or import, whose template sees this ``loop`` and may read anything of it."""
+    if node.recursive:
+        return None
+    scoped = (nodes.For, nodes.Macro, nodes.CallBlock, nodes.Block)
+    imports = (nodes.Include, nodes.Import, nodes.FromImport)
+    for child in node.body:
+        if isinstance(child, imports) or next(child.find_all(imports), None) is not None:
+            return None
+    reads: set[str] = set()
+    quick: set[int] = set()  # the Name nodes of the loop.x reads
+    for child in node.body:
+        inside = [child, *child.find_all(nodes.Node)]
+        for n in inside:
+            if isinstance(n, scoped) and any(name.name == "loop" for name in n.find_all(nodes.Name)):
+                return None
+            if (isinstance(n, nodes.Getattr) and isinstance(n.node, nodes.Name) and n.node.name == "loop"
+                    and n.attr in _QUICK_LOOP_ATTRIBUTES):
+                reads.add(n.attr)
+                quick.add(id(n.node))
+        if any(isinstance(n, nodes.Name) and n.name == "loop" and (n.ctx != "load" or id(n) not in quick)
+               for n in inside):
+            return None
+    return reads, quick
+
+
 class TemplateCodeGenerator(CodeGenerator):
     """Jinja2's code generator, with the same results, for templates that read plain dicts in loops.
 
-    Two changes to the Python that a template compiles to; what a template prints, and every error
+    Four changes to the Python that a template compiles to; what a template prints, and every error
     it raises (with its line), stay Jinja2's:
 
     - ``x.key`` (``key`` neither a dict attribute nor ``_``-prefixed) is compiled to an inline
@@ -186,10 +260,45 @@ class TemplateCodeGenerator(CodeGenerator):
       or write into a buffer (macros, ``{% set %}`` blocks) keep Jinja2's code, and so does every
       template before Python 3.11, where a ``%`` format would evaluate all its expressions before
       converting the first.
+    - A for-loop whose body reads ``loop`` only as ``loop.index0``, ``index``, ``first`` or
+      ``last`` (:func:`_quick_loop_reads`: no include or import in it, no nested loop, macro or
+      block that names a ``loop``) steps through :func:`quick_loop`, whose :class:`TopoLoop`
+      holds those four as plain attributes, read without a check; every other loop keeps
+      ``LoopContext``. A loop that reads ``loop.last`` takes each item one step ahead, before the
+      step's body runs (``LoopContext`` takes it when ``loop.last`` is read): the same items in
+      the same order, so the same text; where both a step's body, before it reads ``loop.last``,
+      and the filter (``if``) of the next item would fail, the filter's error is the one raised.
+    - ``a ~ b ~ c`` is one ``'%s%s%s' % (a, b, c)`` (each part through ``str()``, as Jinja2's
+      ``str_join`` does), except where the template escapes.
     """
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        quick = None if self.environment.is_async else _quick_loop_reads(node)
+        if not quick or not quick[0]:  # no loop.x: Jinja2's plain loop, or a loop that needs LoopContext
+            super().visit_For(node, frame)
+            return
+        reads, names = quick
+        # Jinja2 writes the loop's header as "for item, loop in <prefix>LoopContext(iterable,
+        # undefined):", its prefix from choose_async('Async'): the next such call (before the
+        # body, after the filter function, which holds no loop) names the quick loop instead
+        self._quick_header = "environment.quick_" + ("peek_" if "last" in reads else "")
+        self._quick_names = getattr(self, "_quick_names", set()) | names
+        super().visit_For(node, frame)
+
+    def choose_async(self, async_value: str = "async ", sync_value: str = "") -> str:
+        header = getattr(self, "_quick_header", None)
+        if header is not None and async_value == "Async" and sync_value == "":
+            self._quick_header = None
+            return header
+        return super().choose_async(async_value, sync_value)
 
     def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
         attr = node.attr
+        if id(node.node) in getattr(self, "_quick_names", ()):  # loop.x of a quick loop: a plain attribute
+            self.write("(")
+            self.visit(node.node, frame)
+            self.write(f").{attr}")
+            return
         if self.environment.is_async or attr in _DICT_ATTRIBUTES or attr[:1] == "_":
             super().visit_Getattr(node, frame)
             return
@@ -199,6 +308,18 @@ class TemplateCodeGenerator(CodeGenerator):
         if attr in _LOOP_ATTRIBUTES:
             self.write(f"_v.{attr} if _v.__class__ is LoopContext else ")
         self.write(f"environment.getattr(_v, {attr!r}))")
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        # ``a ~ b``: Jinja2's str_join((a, b)) is "".join(map(str, ...)); a '%s' format of the same
+        # tuple converts each with str() too, in one step (escaping templates keep Jinja2's)
+        if frame.eval_ctx.volatile or frame.eval_ctx.autoescape:
+            super().visit_Concat(node, frame)
+            return
+        self.write(f"({'%s' * len(node.nodes)!r} % (")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
 
     def visit_Include(self, node: nodes.Include, frame: Frame) -> None:
         if (node.ignore_missing or not node.with_context or self.environment.is_async or frame.buffer is not None
@@ -295,6 +416,17 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
             return includer.resolve_or_missing(name) if value is missing else value
 
         return iter((memo.render(resolve, lambda: self.concat(rendered())),))
+
+    @staticmethod
+    def quick_LoopContext(iterable: Any, undefined: Any) -> Iterator[tuple[Any, TopoLoop]]:  # noqa: N802
+        """The loop of a for-loop that reads only ``loop.index0``, ``index`` or ``first``
+        (:class:`TemplateCodeGenerator`)."""
+        return quick_loop(iterable, peek=False)
+
+    @staticmethod
+    def quick_peek_LoopContext(iterable: Any, undefined: Any) -> Iterator[tuple[Any, TopoLoop]]:  # noqa: N802
+        """The loop of a for-loop that reads ``loop.last`` (and perhaps the others)."""
+        return quick_loop(iterable, peek=True)
 
     def _memo_of(self, template: jinja2.Template) -> IncludeMemo | None:
         source = getattr(template, "topo_source", None)
