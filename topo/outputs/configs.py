@@ -610,12 +610,12 @@ def host_addresses_csv(fabric: Fabric) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["node", "nic", "rdma_device", "address", "gateway", "leaf", "leaf_port"])
     names = fabric.names
-    for i, r in enumerate(rows.tolist()):
-        nic = int(links.lo_port[r])
-        writer.writerow([
-            names[links.lo[r]], nic, rdma_device(nic), f"{nic_ip[i]}/31", gateway[i], names[links.hi[r]],
-            sonic_port_name(int(links.hi_port[r]), int(links.lane[r]), lanes, fabric.plan.breakout),
-        ])
+    nic = links.lo_port[rows].tolist()
+    device = [rdma_device(r) for r in range(fabric.plan.nic_rails)]  # each NIC index's, made once
+    writer.writerows(zip(
+        [names[v] for v in links.lo[rows].tolist()], nic, [device[r] for r in nic], [ip + "/31" for ip in nic_ip],
+        gateway, [names[v] for v in links.hi[rows].tolist()],
+        sonic_port_names(links.hi_port[rows], links.lane[rows], lanes, fabric.plan.breakout)))
     return out.getvalue()
 
 
