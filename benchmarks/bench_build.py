@@ -24,7 +24,10 @@ alone, and no part finds caches or compiled templates that another left):
 * baseline RSS: peak RSS after the imports, before any work;
 * peak RSS: peak RSS of the process that wrote the folder without configs (absolute, nothing
   subtracted); full peak RSS: that of the process that wrote the whole folder, and the largest
-  of its config processes.
+  of its config processes;
+* full CPU: user + system seconds of the process that wrote the whole folder and of its config
+  processes (``getrusage``), and the system seconds alone (the kernel's share: creating and
+  writing the files).
 
 The results are printed on stdout as a Markdown table, followed by PASS/MISS for each target;
 progress goes to stderr. With ``--write-docs`` the section between the markers
@@ -138,6 +141,7 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
         # CPU seconds (user + system) of this process and of the config processes
         "full_cpu_s": cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime,
         "config_cpu_s": workers.ru_utime + workers.ru_stime,
+        "full_sys_s": cpu1.ru_stime - cpu0.ru_stime + workers.ru_stime,  # of which system time (both)
         "config_files": len(configs), "config_bytes": sum(p.stat().st_size for p in configs),
     }))
 
@@ -349,7 +353,9 @@ def folder_targets(sizes: list[Size]) -> list[str]:
             cores = os.cpu_count() or 1
             cpu_ratio = statistics.median(c / cores / t for c, t in zip(cpu, s.total(), strict=True))
             lines.append(f"- for reference: the whole folder took {statistics.median(cpu):.2f} CPU-seconds (this "
-                         f"process and the config processes, median), at least {statistics.median(cpu) / cores:.2f} s "
+                         f"process and the config processes, median; "
+                         f"{statistics.median(s.times('full_sys_s')):.2f} of them system time, the kernel's), "
+                         f"at least {statistics.median(cpu) / cores:.2f} s "
                          f"of wall time on {cores} cores even if every one of them were busy throughout: "
                          f"{cpu_ratio:.1f}x the folder without configs")
         if s.gpus == 131072 and s.radix == 128:
