@@ -611,7 +611,7 @@ def host_addresses_csv(fabric: Fabric) -> str:
     writer.writerow(["node", "nic", "rdma_device", "address", "gateway", "leaf", "leaf_port"])
     names = fabric.names
     nic = links.lo_port[rows].tolist()
-    device = [rdma_device(r) for r in range(fabric.plan.nic_rails)]  # each NIC index's, made once
+    device = [rdma_device(r) for r in range(max(nic, default=-1) + 1)]  # each NIC port's, made once
     writer.writerows(zip(
         [names[v] for v in links.lo[rows].tolist()], nic, [device[r] for r in nic], [ip + "/31" for ip in nic_ip],
         gateway, [names[v] for v in links.hi[rows].tolist()],
