@@ -391,6 +391,29 @@ def machine() -> list[str]:
     ]
 
 
+def disk(path: str) -> str:
+    """The file system that ``path`` is on, as a Markdown list item: its type from ``/proc/mounts``
+    (Linux), and for ext4 whether it has a journal (without one, ext4 skips over
+    inodes freed in the last minutes when it makes files, so removing many files just before a
+    run makes its writes slower: docs/performance.md)."""
+    try:
+        with open("/proc/mounts", encoding="utf-8") as f:
+            mounts = [line.split()[:3] for line in f if len(line.split()) >= 3]
+    except OSError:
+        return f"- Disk where the runs write: not known on {platform.system()}"
+    real = os.path.realpath(path)
+    device, point, kind = max((m for m in mounts if real == m[1] or real.startswith(m[1].rstrip("/") + "/")),
+                              key=lambda m: len(m[1]), default=("?", "/", "?"))
+    journal = ""
+    if kind == "ext4":
+        try:
+            task = Path(f"/sys/fs/ext4/{os.path.basename(device)}/journal_task").read_text().strip()
+            journal = ", without a journal" if task == "<none>" else ", with a journal"
+        except OSError:
+            pass
+    return f"- Disk where the runs write: {kind}{journal}"
+
+
 def command(args: argparse.Namespace) -> str:
     parts = ["python benchmarks/bench_build.py"]
     if [f"{g}:{r}" for g, r in args.sizes] != list(DEFAULT_SIZES):
@@ -417,6 +440,7 @@ def docs_section(args: argparse.Namespace, body: str, checks: list[str]) -> str:
             "Machine:",
             "",
             *machine(),
+            disk(args.scratch),
         ]
     )
 
@@ -480,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     # every run's folders are removed at the end, not between runs, so that no run's writes share
     # the disk with the removal of the run before it
     scratch = Path(tempfile.mkdtemp(prefix="topo-bench-"))
+    args.scratch = str(scratch)
     try:
         sizes = measure(args, scratch)
     finally:
