@@ -254,6 +254,7 @@ SEEN_LOOPS = {
     "include-deeper": "{% for p in d.ports %}{% if loop.first %}{% include 'child.j2' %}{% endif %}{% endfor %}",
     "import": "{% for p in d.ports %}{{ loop.index }}{% import 'm.j2' as m with context %}{% endfor %}",
     "from-import": "{% for p in d.ports %}{{ loop.index }}{% from 'm.j2' import row with context %}{% endfor %}",
+    "block": "{% for p in d.ports %}{{ loop.last }}{% block row scoped %}{{ p }}{% endblock %}{% endfor %}",
 }
 
 
@@ -262,6 +263,18 @@ def test_only_loops_that_read_index_first_or_last_are_quick(name):
     code = template_environment().compile(CONSTRUCTS.get(name) or SEEN_LOOPS[name], raw=True)
     quick, context = QUICK_LOOPS.get(name, (0, 1))
     assert (code.count("environment.quick_"), code.count(" LoopContext(")) == (quick, context), code
+
+
+def test_a_block_in_a_loop_sees_the_whole_loop_in_the_child_template(tmp_path):
+    (tmp_path / "base.j2").write_text("{% for p in ps %}{% block row scoped %}{{ p }}{% endblock %}"
+                                      "{{ ',' if not loop.last }}{% endfor %}", encoding="utf-8")
+    (tmp_path / "child.j2").write_text("{% extends 'base.j2' %}{% block row %}{{ p }}/{{ loop.length }}"
+                                       "{% endblock %}", encoding="utf-8")
+    stock = _stock_sandbox()
+    stock.loader = jinja2.FileSystemLoader(str(tmp_path))
+    ours = template_environment([tmp_path])
+    assert ours.get_template("child.j2").render(ps=["a", "b"]) == stock.get_template("child.j2").render(
+        ps=["a", "b"]) == "a/2,b/2"
 
 
 def test_the_packaged_per_port_tables_loop_quickly():

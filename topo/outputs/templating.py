@@ -217,12 +217,13 @@ def _quick_loop_reads(node: nodes.For) -> tuple[set[str], set[int]] | None:
     read's ``loop`` Name node; None when it needs Jinja2's
     ``LoopContext``: a recursive loop, ``loop`` read other than as one of
     :data:`_QUICK_LOOP_ATTRIBUTES` (a value, a call, another attribute), ``loop`` assigned, a
-    nested loop, macro, call block or block that names a ``loop`` (which could be its own), or an
-    include or import, whose template sees this ``loop`` and may read anything of it."""
+    nested loop, macro or call block that names a ``loop`` (which could be its own), or an
+    include, import or block, whose template (a block: the child template's) sees this ``loop``
+    and may read anything of it."""
     if node.recursive:
         return None
-    scoped = (nodes.For, nodes.Macro, nodes.CallBlock, nodes.Block)
-    imports = (nodes.Include, nodes.Import, nodes.FromImport)
+    scoped = (nodes.For, nodes.Macro, nodes.CallBlock)
+    imports = (nodes.Include, nodes.Import, nodes.FromImport, nodes.Block)
     for child in node.body:
         if isinstance(child, imports) or next(child.find_all(imports), None) is not None:
             return None
@@ -261,8 +262,8 @@ class TemplateCodeGenerator(CodeGenerator):
       template before Python 3.11, where a ``%`` format would evaluate all its expressions before
       converting the first.
     - A for-loop whose body reads ``loop`` only as ``loop.index0``, ``index``, ``first`` or
-      ``last`` (:func:`_quick_loop_reads`: no include or import in it, no nested loop, macro or
-      block that names a ``loop``) steps through :func:`quick_loop`, whose :class:`TopoLoop`
+      ``last`` (:func:`_quick_loop_reads`: no include, import or block in it, no nested loop or
+      macro that names a ``loop``) steps through :func:`quick_loop`, whose :class:`TopoLoop`
       holds those four as plain attributes, read without a check; every other loop keeps
       ``LoopContext``. A loop that reads ``loop.last`` takes each item one step ahead, before the
       step's body runs (``LoopContext`` takes it when ``loop.last`` is read): the same items in
