@@ -605,7 +605,8 @@ def aggregate_dot(fabric: Fabric, agg: Aggregate | None = None) -> str:
 # containerlab
 
 
-def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, str, str, str]]:
+def switch_interfaces(fabric: Fabric, kind: str = "linux",
+                      port_names: tuple[list[str], list[str]] | None = None) -> list[tuple[str, str, str, str]]:
     """Every switch-to-switch link as (lower switch, its interface, upper switch, its interface).
 
     ``linux`` uses the configs' SONiC/FRR port names (``Ethernet0``, ``Ethernet8``, ...), which a
@@ -613,6 +614,7 @@ def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, st
     N, which SONiC's virtual switch maps to its own ports. Links in row order, then a dual-ToR
     fabric's peer links, a leaf to b leaf on the same whole (not broken-out) ports: ports 63 and 64
     of a 64-port leaf of 4 lanes a port are ``Ethernet248`` and ``Ethernet252`` on both.
+    ``port_names``: :func:`~topo.fabric.switch_port_names` of the cabled links, if already made.
     """
     links, names = all_links(fabric), fabric.names
     rows = np.flatnonzero(links.kind >= 1)
@@ -620,7 +622,7 @@ def switch_interfaces(fabric: Fabric, kind: str = "linux") -> list[tuple[str, st
         lo_name = [f"eth{p}" for p in links.lo_port[rows].tolist()]
         hi_name = [f"eth{p}" for p in links.hi_port[rows].tolist()]
     else:
-        lo_all, hi_all = switch_port_names(fabric, links)
+        lo_all, hi_all = port_names or switch_port_names(fabric, links)
         lo_name, hi_name = [lo_all[r] for r in rows.tolist()], [hi_all[r] for r in rows.tolist()]
     out = [(names[lo], a, names[hi], b)
            for lo, a, hi, b in zip(links.lo[rows].tolist(), lo_name, links.hi[rows].tolist(), hi_name)]
@@ -689,22 +691,24 @@ def _server_commands(fabric: Fabric) -> dict[int, list[str]]:
     return out
 
 
-def _lab_addresses(fabric: Fabric) -> dict[int, list[tuple[str, str]]]:
-    """Per switch vertex, (interface, address/len) pairs a Linux container needs: the loopback, and
-    with numbered links each switch-to-switch /31 (the upper end even, the lower end odd), as the
-    switch's config_db.json sets them on SONiC."""
+def _lab_address_lines(fabric: Fabric, port_names: tuple[list[str], list[str]]) -> dict[int, list[str]]:
+    """Per switch vertex, the ``exec:`` lines that give a Linux container its addresses: the
+    loopback, and with numbered links each switch-to-switch /31 (the upper end even, the lower end
+    odd), as the switch's config_db.json sets them on SONiC. ``port_names``: the cabled links'
+    :func:`~topo.fabric.switch_port_names` (``fabric.links`` come first in them)."""
     links, addressing = fabric.links, fabric.addressing
     first = fabric.first(1)
     loopbacks = ip_text(addressing.loopback[first:])
-    out: dict[int, list[tuple[str, str]]] = {v: [("lo", f"{ip}/32")] for v, ip in enumerate(loopbacks, first)}
+    out: dict[int, list[str]] = {v: [f'        - "ip address add {ip}/32 dev lo"\n']
+                                 for v, ip in enumerate(loopbacks, first)}
     if not fabric.spec.unnumbered:
         rows = np.flatnonzero(links.kind >= 1)
         ips = ip_text(addressing.link_ip[rows])
         odd = ip_text(addressing.link_ip[rows] + 1)
-        lo_name, hi_name = switch_port_names(fabric, links)
+        lo_name, hi_name = port_names
         for r, hi, lo, ip, ip_odd in zip(rows.tolist(), links.hi[rows].tolist(), links.lo[rows].tolist(), ips, odd):
-            out[hi].append((hi_name[r], f"{ip}/31"))
-            out[lo].append((lo_name[r], f"{ip_odd}/31"))
+            out[hi].append(f'        - "ip address add {ip}/31 dev {hi_name[r]}"\n')
+            out[lo].append(f'        - "ip address add {ip_odd}/31 dev {lo_name[r]}"\n')
     return out
 
 
@@ -752,7 +756,9 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
         for v, commands in sorted(_server_commands(fabric).items()):
             out.append(f"    {fabric.names[v]}:\n      group: {ROLES[0]}\n      exec:\n")
             out.extend(f'        - "{c}"\n' for c in commands)
-    addresses = _lab_addresses(fabric) if kind == "linux" else {}
+    # the SONiC names of every cabled link's ports, made once for the addresses and the links
+    port_names = switch_port_names(fabric, all_links(fabric)) if kind == "linux" else None
+    addresses = _lab_address_lines(fabric, port_names) if port_names is not None else {}
     for v in range(first_switch, len(fabric.names)):
         sw = fabric.names[v]
         out.append(f"    {sw}:\n      group: {ROLES[tier[v]]}\n      binds:\n")
@@ -762,12 +768,11 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
                        '        - "vtysh.conf:/etc/frr/vtysh.conf"\n')
             # SONiC sets the addresses on a switch (config_db.json); in a Linux container the lab does
             out.append("      exec:\n")
-            out.extend(f'        - "ip address add {address} dev {interface}"\n'
-                       for interface, address in addresses.get(v, []))
+            out.extend(addresses.get(v, ()))
         else:
             out.append(f'        - "../switches/{sw}/config_db.json:/var/sonic/config_db.json"\n'
                        f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n')
-    links = (server_interfaces(fabric) if servers else []) + switch_interfaces(fabric, kind)
+    links = (server_interfaces(fabric) if servers else []) + switch_interfaces(fabric, kind, port_names)
     if links:
         out.append("  links:\n")
         out.extend(f'    - endpoints: ["{a}:{ia}", "{b}:{ib}"]\n' for a, ia, b, ib in links)
