@@ -273,6 +273,11 @@ class TemplateCodeGenerator(CodeGenerator):
       ``str_join`` does), except where the template escapes.
     """
 
+    #: The prefix of the next loop header (see visit_For), and the ``loop`` Name nodes (by id) of
+    #: the quick loops' ``loop.x`` reads, of the template being compiled.
+    _quick_header: str | None = None
+    _quick_names: frozenset[int] = frozenset()
+
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         quick = None if self.environment.is_async else _quick_loop_reads(node)
         if not quick or not quick[0]:  # no loop.x: Jinja2's plain loop, or a loop that needs LoopContext
@@ -283,11 +288,11 @@ class TemplateCodeGenerator(CodeGenerator):
         # undefined):", its prefix from choose_async('Async'): the next such call (before the
         # body, after the filter function, which holds no loop) names the quick loop instead
         self._quick_header = "environment.quick_" + ("peek_" if "last" in reads else "")
-        self._quick_names = getattr(self, "_quick_names", set()) | names
+        self._quick_names = self._quick_names | names
         super().visit_For(node, frame)
 
     def choose_async(self, async_value: str = "async ", sync_value: str = "") -> str:
-        header = getattr(self, "_quick_header", None)
+        header = self._quick_header
         if header is not None and async_value == "Async" and sync_value == "":
             self._quick_header = None
             return header
@@ -295,7 +300,7 @@ class TemplateCodeGenerator(CodeGenerator):
 
     def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
         attr = node.attr
-        if id(node.node) in getattr(self, "_quick_names", ()):  # loop.x of a quick loop: a plain attribute
+        if id(node.node) in self._quick_names:  # loop.x of a quick loop: a plain attribute
             self.write("(")
             self.visit(node.node, frame)
             self.write(f").{attr}")
