@@ -8,9 +8,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -364,6 +366,51 @@ def test_a_config_worker_that_cannot_start_reports_why(monkeypatch):
     with configs.ConfigJob(fabric, (), 2) as job:
         with pytest.raises(MemoryError, match="no memory for the facts"):
             list(job.files())
+
+
+def test_a_config_job_closes_wherever_an_interrupt_strikes_the_collecting_thread():
+    """Ctrl-C and SIGTERM raise in the main thread between any two calls: inside the hand-off
+    between the collector thread and files() too (at the call of a lock's ``__exit__``, which
+    leaves the lock held). Wherever it strikes, closing the job must end: it waits for the
+    collector thread, which must not need anything the interrupted thread held."""
+    from topo.outputs import configs
+
+    fabric = build_fabric(load_spec({"gpus": 4096}))
+    handoff = configs.ConfigJob._chunk.__code__
+    watched = (threading.__file__, queue.__file__)
+
+    def strike_at(n: int) -> bool:
+        """Interrupt files() at the n-th call into the hand-off code; whether there was one."""
+        calls = 0
+
+        def trace(frame, event, arg):
+            nonlocal calls
+            if event == "call" and (frame.f_code is handoff or frame.f_code.co_filename in watched):
+                calls += 1
+                if calls == n:
+                    raise KeyboardInterrupt
+            return None
+
+        job = configs.ConfigJob(fabric, (), 2)
+        struck = False
+        sys.settrace(trace)
+        try:
+            for _ in job.files():
+                pass
+        except KeyboardInterrupt:
+            struck = True
+        finally:
+            sys.settrace(None)
+        closing = threading.Thread(target=job.close, daemon=True)
+        closing.start()
+        closing.join(30)
+        assert not closing.is_alive(), f"closing the job hung after an interrupt at call {n} of the hand-off"
+        return struck
+
+    n = 1
+    while strike_at(n):
+        n += 1
+    assert n > 3  # struck at every call of the hand-off of a fabric of several chunks, up to its end
 
 
 def run_in(folder: Path, *args):

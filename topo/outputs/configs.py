@@ -25,6 +25,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -717,7 +718,12 @@ class ConfigJob:
     the chunks go to whichever worker is free; a worker that dies (killed, or out of memory) closes
     its pipes, and collecting the configs stops with one error instead of waiting for its
     switches; stopping the workers is killing them. Without a sink, the rendered texts wait in
-    this process until collected: collect them soon."""
+    this process until collected: collect them soon.
+
+    The thread hands the chunks to :meth:`files` through a ``queue.SimpleQueue``, whose ``put``
+    takes no lock a caller could hold: Ctrl-C or SIGTERM raise in the main thread wherever it is
+    (inside a ``with lock:`` too, which then stays locked), and the thread, which :meth:`close`
+    waits for, must still be able to end."""
 
     def __init__(self, fabric: Fabric, user_dirs: Iterable[str | Path] = (), workers: int = 1,
                  sink: str | Path | None = None, shown: str = "the output folder") -> None:
@@ -726,10 +732,9 @@ class ConfigJob:
         switches = list(range(fabric.first(1), len(fabric.names))) if is_ethernet(fabric) else []
         self.chunks = [switches[i:i + CONFIG_CHUNK] for i in range(0, len(switches), CONFIG_CHUNK)]
         self.workers: list[_Worker] = []
-        self.results: dict[int, list[tuple[str, Any]]] = {}  # chunks in, not yet taken
-        self.taken = 0  # chunks files() has taken
-        self.failure: BaseException | None = None
-        self.ready = threading.Condition()
+        self.results: dict[int, list[tuple[str, Any]]] = {}  # chunks files() has received, not yet taken
+        self.failure: BaseException | None = None  # what stopped the collector, once files() has received it
+        self.arrivals: SimpleQueue[tuple[int, Any]] = SimpleQueue()  # (chunk, files) or (-1, error)
         self.collector: threading.Thread | None = None
         self.collected = False
         self.closed = False
@@ -760,12 +765,13 @@ class ConfigJob:
         """The collector thread: files in, the next chunk out, until every chunk is in, a worker
         fails or dies, or the job is closed."""
         todo = iter(range(len(self.chunks)))
+        sent = 0
         try:
             for worker in self.workers:  # two chunks each to start with
                 for k in itertools.islice(todo, 2):
                     worker.give(k)
             busy = {w.files: w for w in self.workers}
-            while busy and self.failure is None:
+            while busy:
                 for conn in multiprocessing.connection.wait(list(busy)):
                     worker = busy[conn]
                     try:
@@ -780,23 +786,18 @@ class ConfigJob:
                     if kind == "error":
                         raise value
                     worker.given.discard(k)
-                    with self.ready:
-                        self.results[k] = value
-                        self.ready.notify_all()
+                    self.arrivals.put((k, value))
+                    sent += 1
                     k = next(todo, None)
                     if k is None:
                         worker.done()
                     else:
                         worker.give(k)
         except BaseException as exc:  # for files() to raise
-            with self.ready:
-                if self.failure is None:
-                    self.failure = exc
-        finally:
-            with self.ready:
-                if self.failure is None and len(self.results) + self.taken < len(self.chunks):
-                    self.failure = RuntimeError("this ConfigJob was closed before its files were collected")
-                self.ready.notify_all()
+            self.arrivals.put((-1, exc))
+        else:
+            if sent < len(self.chunks):
+                self.arrivals.put((-1, RuntimeError("this ConfigJob was closed before its files were collected")))
 
     def __enter__(self) -> "ConfigJob":
         return self
@@ -821,13 +822,15 @@ class ConfigJob:
 
     def _chunk(self, k: int) -> list[tuple[str, Any]]:
         """Chunk ``k``'s files once a worker has sent them; the error that stopped the workers."""
-        with self.ready:
-            while k not in self.results and self.failure is None:
-                self.ready.wait()
-            if k not in self.results:
-                raise self.failure  # type: ignore[misc]
-            self.taken += 1
-            return self.results.pop(k)
+        while k not in self.results and self.failure is None:
+            got, value = self.arrivals.get()
+            if got < 0:
+                self.failure = value
+            else:
+                self.results[got] = value
+        if k not in self.results:
+            raise self.failure  # type: ignore[misc]
+        return self.results.pop(k)
 
     def files(self, progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, "str | Written"]]:
         """Every switch's files, in fabric order, then the host files; ``progress(switches_done)``
