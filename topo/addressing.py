@@ -77,11 +77,30 @@ class Addressing:
         return self.spine_core_lanes[tier - 2]
 
 
+#: The decimal text of every octet.
+_OCTETS = tuple(str(i) for i in range(256))
+
+
 def ip_text(values: np.ndarray) -> list[str]:
-    """Dotted quads of uint32 addresses, vectorised."""
+    """Dotted quads of uint32 addresses.
+
+    Each distinct /24 prefix (``"10.64.3."``) is formatted once and the last octet added to it:
+    addresses come from a few pools, so most share their prefix with many others.
+
+    >>> ip_text(np.array([0x0A400300, 0x0A4003FF, 0xC0A80001]))
+    ['10.64.3.0', '10.64.3.255', '192.168.0.1']
+    """
     v = np.asarray(values, dtype=np.uint64)
-    parts = [(v >> np.uint64(shift)) & np.uint64(255) for shift in (24, 16, 8, 0)]
-    return [f"{a}.{b}.{c}.{d}" for a, b, c, d in zip(*(p.tolist() for p in parts))]
+    prefixes: dict[int, str] = {}
+    get, octets = prefixes.get, _OCTETS
+    out = []
+    append = out.append
+    for prefix, last in zip((v >> np.uint64(8)).tolist(), (v & np.uint64(255)).tolist()):
+        text = get(prefix)
+        if text is None:
+            text = prefixes[prefix] = f"{prefix >> 16}.{(prefix >> 8) & 255}.{prefix & 255}."
+        append(text + octets[last])
+    return out
 
 
 def lanes_per_port(spec: FabricSpec, tier: int = 1) -> int:
