@@ -211,11 +211,11 @@ class OutputFolder:
         assert self.tmp is not None, "use the OutputFolder in a with block"
         items = sorted(files.items()) if isinstance(files, Mapping) else files
         count = 0
-        made: set[Path] = {self.tmp}
+        made: set[str] = {str(self.tmp)}
         root = str(self.tmp) + os.sep
         for rel, content in items:
             if isinstance(content, Written):  # its maker wrote it (with write_file)
-                if not os.path.normpath(self.tmp / rel).startswith(root) or rel == LOCK:
+                if not os.path.normpath(root + rel).startswith(root) or rel == LOCK:
                     raise OutputError(f"output file {quote(rel)} would be written outside {self.given}")
                 count += 1
                 continue
@@ -310,18 +310,22 @@ def _lock_state(lock: Path) -> str:
     return "free"
 
 
-def write_file(root: Path, rel: str, data: bytes, made: set[Path], shown: str = "the output folder") -> None:
+def write_file(root: str | Path, rel: str, data: bytes, made: set[str], shown: str = "the output folder") -> None:
     """Write one new file ``rel`` of the temporary folder ``root`` (its folder made once: ``made``
-    holds the folders made so far); OutputError, naming the folder as ``shown``, when it would land
-    outside, exists, or cannot be written. :meth:`OutputFolder.write` writes with it, and so do
-    the processes that write their own files into an OutputFolder's :attr:`~OutputFolder.tmp`."""
-    path = Path(os.path.normpath(root / rel))
-    if not str(path).startswith(str(root) + os.sep) or rel == LOCK:
+    holds the folders made so far, as strings); OutputError, naming the folder as ``shown``, when it
+    would land outside, exists, or cannot be written. :meth:`OutputFolder.write` writes with it,
+    and so do the processes that write their own files into an OutputFolder's
+    :attr:`~OutputFolder.tmp`. Paths are plain strings here: this runs once per file, ten
+    thousand times for a big fabric."""
+    inside = os.fspath(root) + os.sep
+    path = os.path.normpath(inside + rel)
+    if not path.startswith(inside) or rel == LOCK:
         raise OutputError(f"output file {quote(rel)} would be written outside {shown}")
     try:
-        if path.parent not in made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            made.add(path.parent)
+        folder = os.path.dirname(path)
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
         with open(path, "xb") as f:
             f.write(data)
     except FileExistsError:
