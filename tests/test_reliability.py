@@ -620,3 +620,13 @@ def test_configs_render_in_one_process_where_no_worker_can_be_started(monkeypatc
     monkeypatch.setattr(multiprocessing, "get_context", NoFork)
     assert list(config_files(fabric, workers=3)) == expected
     assert all(p.exitcode is not None for p in made)  # stopped and reaped
+
+
+@pytest.mark.parametrize("rel", ["/etc/topo-test", "../outside", "a/../../outside", writer.LOCK])
+def test_a_file_outside_the_folder_is_refused_and_nothing_is_written(tmp_path: Path, rel: str) -> None:
+    root = tmp_path / "folder"
+    root.mkdir()
+    with pytest.raises(writer.OutputError, match="would be written outside the folder"):
+        writer.write_file(root, rel, b"x", set(), "the folder")
+    assert list(root.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
+    assert not os.path.exists("/etc/topo-test")

@@ -215,7 +215,7 @@ class OutputFolder:
         root = str(self.tmp) + os.sep
         for rel, content in items:
             if isinstance(content, Written):  # its maker wrote it (with write_file)
-                if not os.path.normpath(root + rel).startswith(root) or rel == LOCK:
+                if not os.path.normpath(os.path.join(root, rel)).startswith(root) or rel == LOCK:
                     raise OutputError(f"output file {quote(rel)} would be written outside {self.given}")
                 count += 1
                 continue
@@ -317,8 +317,9 @@ def write_file(root: str | Path, rel: str, data: bytes, made: set[str], shown: s
     and so do the processes that write their own files into an OutputFolder's
     :attr:`~OutputFolder.tmp`. Paths are plain strings here: this runs once per file, ten
     thousand times for a big fabric."""
-    inside = os.fspath(root) + os.sep
-    path = os.path.normpath(inside + rel)
+    root = os.fspath(root)
+    inside = root + os.sep
+    path = os.path.normpath(os.path.join(root, rel))  # an absolute rel stays absolute: refused
     if not path.startswith(inside) or rel == LOCK:
         raise OutputError(f"output file {quote(rel)} would be written outside {shown}")
     try:
