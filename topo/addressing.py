@@ -84,23 +84,29 @@ _OCTETS = tuple(str(i) for i in range(256))
 def ip_text(values: np.ndarray) -> list[str]:
     """Dotted quads of uint32 addresses.
 
-    Each distinct /24 prefix (``"10.64.3."``) is formatted once and the last octet added to it:
-    addresses come from a few pools, so most share their prefix with many others.
+    Each /24 prefix (``"10.64.3."``) is formatted once per run of addresses that share it, or
+    once per distinct prefix when the runs are short, and the last octet added to it: addresses
+    come from a few pools in order, so most share their prefix with their neighbours.
 
     >>> ip_text(np.array([0x0A400300, 0x0A4003FF, 0xC0A80001]))
     ['10.64.3.0', '10.64.3.255', '192.168.0.1']
     """
-    v = np.asarray(values, dtype=np.uint64)
-    prefixes: dict[int, str] = {}
-    get, octets = prefixes.get, _OCTETS
-    out = []
-    append = out.append
-    for prefix, last in zip((v >> np.uint64(8)).tolist(), (v & np.uint64(255)).tolist()):
-        text = get(prefix)
-        if text is None:
-            text = prefixes[prefix] = f"{prefix >> 16}.{(prefix >> 8) & 255}.{prefix & 255}."
-        append(text + octets[last])
-    return out
+    v = np.asarray(values, dtype=np.uint64).ravel()
+    if not len(v):
+        return []
+    prefix, octets = v >> np.uint64(8), _OCTETS
+    last = (v & np.uint64(255)).tolist()
+    starts = np.flatnonzero(prefix[1:] != prefix[:-1]) + 1
+    if len(starts) * 8 <= len(v):  # long runs: one prefix text a run
+        bounds = [0] + starts.tolist() + [len(v)]
+        out: list[str] = []
+        for p, a, b in zip(prefix[bounds[:-1]].tolist(), bounds, bounds[1:]):
+            text = f"{p >> 16}.{(p >> 8) & 255}.{p & 255}."
+            out += [text + octets[o] for o in last[a:b]]
+        return out
+    distinct, which = np.unique(prefix, return_inverse=True)
+    texts = [f"{p >> 16}.{(p >> 8) & 255}.{p & 255}." for p in distinct.tolist()]
+    return [texts[i] + octets[o] for i, o in zip(which.ravel().tolist(), last)]
 
 
 def lanes_per_port(spec: FabricSpec, tier: int = 1) -> int:
@@ -133,7 +139,7 @@ def sonic_port_names(port: np.ndarray, lane: np.ndarray, lanes: int, breakout: i
     ['Ethernet0', 'Ethernet12']
     """
     first = (np.asarray(port, dtype=np.int64) - 1) * lanes + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // breakout)
-    return [f"Ethernet{n}" for n in first.tolist()]
+    return _ethernet_names(first)
 
 
 def switch_lanes_names(port: np.ndarray, lane: np.ndarray, lanes: np.ndarray, breakout: np.ndarray) -> list[str]:
@@ -145,7 +151,16 @@ def switch_lanes_names(port: np.ndarray, lane: np.ndarray, lanes: np.ndarray, br
     lanes = np.asarray(lanes, dtype=np.int64)
     first = ((np.asarray(port, dtype=np.int64) - 1) * lanes
              + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // np.asarray(breakout, dtype=np.int64)))
-    return [f"Ethernet{n}" for n in first.tolist()]
+    return _ethernet_names(first)
+
+
+def _ethernet_names(first: np.ndarray) -> list[str]:
+    """``Ethernet<n>`` of every first SerDes lane ``n``: each distinct name made once (a switch has
+    a few hundred), then picked for every port."""
+    distinct, which = np.unique(first.ravel(), return_inverse=True)
+    names = np.empty(len(distinct), dtype=object)
+    names[:] = [f"Ethernet{n}" for n in distinct.tolist()]
+    return names[which.ravel()].tolist()
 
 
 def rdma_device(nic: int, bonded: bool = False) -> str:
