@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from .. import __version__
-from ..addressing import bond_name, ip_text, server_block_size, sonic_port_name
+from ..addressing import bond_name, ip_text, server_block_size, sonic_port_names
 from ..errors import TopoError
 from ..fabric import (KIND_NAMES, PEER_KIND, ROLES, Fabric, Shared, edge_attributes, edge_ends, edge_groups,
                       is_ethernet, switch_port_names, vertex_attributes)
@@ -616,22 +616,36 @@ def switch_interfaces(fabric: Fabric, kind: str = "linux",
     of a 64-port leaf of 4 lanes a port are ``Ethernet248`` and ``Ethernet252`` on both.
     ``port_names``: :func:`~topo.fabric.switch_port_names` of the cabled links, if already made.
     """
-    links, names = all_links(fabric), fabric.names
+    return list(zip(*_switch_ends(fabric, kind, port_names)))
+
+
+def _switch_ends(fabric: Fabric, kind: str,
+                 port_names: tuple[list[str], list[str]] | None) -> tuple[list[str], ...]:
+    """:func:`switch_interfaces` as four columns (lower switch, its interface, upper switch, its
+    interface), the interface names checked."""
+    links = all_links(fabric)
     rows = np.flatnonzero(links.kind >= 1)
     if kind == "sonic-vs":  # whole ports only (a fabric with broken-out switch ports is refused)
         lo_name = [f"eth{p}" for p in links.lo_port[rows].tolist()]
         hi_name = [f"eth{p}" for p in links.hi_port[rows].tolist()]
     else:
         lo_all, hi_all = port_names or switch_port_names(fabric, links)
-        lo_name, hi_name = [lo_all[r] for r in rows.tolist()], [hi_all[r] for r in rows.tolist()]
-    out = [(names[lo], a, names[hi], b)
-           for lo, a, hi, b in zip(links.lo[rows].tolist(), lo_name, links.hi[rows].tolist(), hi_name)]
-    _check_interface_names(out)
-    return out
+        pick = rows.tolist()
+        lo_name, hi_name = [lo_all[r] for r in pick], [hi_all[r] for r in pick]
+    _check_interface_names(lo_name, hi_name)
+    names = _name_array(fabric)
+    return names[links.lo[rows]].tolist(), lo_name, names[links.hi[rows]].tolist(), hi_name
 
 
-def _check_interface_names(ends: list[tuple[str, str, str, str]]) -> None:
-    longest = max((max(len(r[1]), len(r[3])) for r in ends), default=0)
+def _name_array(fabric: Fabric) -> np.ndarray:
+    """The fabric's vertex names as an object array, to pick many at once by index."""
+    names = np.empty(len(fabric.names), dtype=object)
+    names[:] = fabric.names
+    return names
+
+
+def _check_interface_names(*columns: list[str]) -> None:
+    longest = max((len(n) for column in columns for n in set(column)), default=0)
     if longest > MAX_INTERFACE_NAME:
         raise ExportError(f"interface names of up to {longest} characters exceed Linux's "
                           f"{MAX_INTERFACE_NAME}; containerlab cannot create them")
@@ -656,17 +670,21 @@ def server_interfaces(fabric: Fabric) -> list[tuple[str, str, str, str]]:
     end is the configs' name of the broken-out down port lane (``topo.addressing.sonic_port_name``
     with the plan's breakout): both members of a NIC have the same name on the two leaves.
     """
+    return list(zip(*_server_ends(fabric)))
+
+
+def _server_ends(fabric: Fabric) -> tuple[list[str], ...]:
+    """:func:`server_interfaces` as four columns (server, its interface, leaf, its interface)."""
     if fabric.plan.homes != 2:
-        return []
-    links, names = fabric.links, fabric.names
+        return [], [], [], []
+    links = fabric.links
     rows = np.flatnonzero(links.kind == 0)
     lanes, breakout = fabric.addressing.tier_lanes(1), fabric.plan.breakout
-    out = [(names[lo], server_interface(nic), names[hi], sonic_port_name(port, lane, lanes, breakout))
-           for lo, nic, hi, port, lane in zip(links.lo[rows].tolist(), links.lo_port[rows].tolist(),
-                                              links.hi[rows].tolist(), links.hi_port[rows].tolist(),
-                                              links.lane[rows].tolist())]
-    _check_interface_names(out)
-    return out
+    server_name = [server_interface(nic) for nic in links.lo_port[rows].tolist()]
+    leaf_name = sonic_port_names(links.hi_port[rows], links.lane[rows], lanes, breakout)
+    _check_interface_names(server_name, leaf_name)
+    names = _name_array(fabric)
+    return names[links.lo[rows]].tolist(), server_name, names[links.hi[rows]].tolist(), leaf_name
 
 
 def _server_commands(fabric: Fabric) -> dict[int, list[str]]:
@@ -691,25 +709,53 @@ def _server_commands(fabric: Fabric) -> dict[int, list[str]]:
     return out
 
 
-def _lab_address_lines(fabric: Fabric, port_names: tuple[list[str], list[str]]) -> dict[int, list[str]]:
-    """Per switch vertex, the ``exec:`` lines that give a Linux container its addresses: the
-    loopback, and with numbered links each switch-to-switch /31 (the upper end even, the lower end
-    odd), as the switch's config_db.json sets them on SONiC. ``port_names``: the cabled links'
-    :func:`~topo.fabric.switch_port_names` (``fabric.links`` come first in them)."""
+def _lab_address_lines(fabric: Fabric, port_names: tuple[list[str], list[str]]) -> tuple[np.ndarray, list[str]]:
+    """The ``exec:`` lines that give the switches' Linux containers their addresses, as (switch
+    vertex of each line, the lines): each switch's loopback, and with numbered links each
+    switch-to-switch /31 (the upper end even, the lower end odd), as the switch's config_db.json
+    sets them on SONiC. A switch's lines in that order: its loopback, then its links in row order.
+    ``port_names``: the cabled links' :func:`~topo.fabric.switch_port_names` (``fabric.links``
+    come first in them)."""
     links, addressing = fabric.links, fabric.addressing
     first = fabric.first(1)
-    loopbacks = ip_text(addressing.loopback[first:])
-    out: dict[int, list[str]] = {v: [f'        - "ip address add {ip}/32 dev lo"\n']
-                                 for v, ip in enumerate(loopbacks, first)}
+    vertex = [np.arange(first, len(fabric.names))]
+    lines = [f'        - "ip address add {ip}/32 dev lo"\n' for ip in ip_text(addressing.loopback[first:])]
     if not fabric.spec.unnumbered:
         rows = np.flatnonzero(links.kind >= 1)
-        ips = ip_text(addressing.link_ip[rows])
-        odd = ip_text(addressing.link_ip[rows] + 1)
         lo_name, hi_name = port_names
-        for r, hi, lo, ip, ip_odd in zip(rows.tolist(), links.hi[rows].tolist(), links.lo[rows].tolist(), ips, odd):
-            out[hi].append(f'        - "ip address add {ip}/31 dev {hi_name[r]}"\n')
-            out[lo].append(f'        - "ip address add {ip_odd}/31 dev {lo_name[r]}"\n')
-    return out
+        pick = rows.tolist()
+        even = [f'        - "ip address add {ip}/31 dev {hi_name[r]}"\n'
+                for ip, r in zip(ip_text(addressing.link_ip[rows]), pick)]
+        odd = [f'        - "ip address add {ip}/31 dev {lo_name[r]}"\n'
+               for ip, r in zip(ip_text(addressing.link_ip[rows] + 1), pick)]
+        both = [""] * (2 * len(pick))  # each link's upper end, then its lower end
+        both[0::2], both[1::2] = even, odd
+        lines += both
+        vertex.append(np.column_stack((links.hi[rows], links.lo[rows])).ravel())
+    return np.concatenate(vertex), lines
+
+
+def _switch_nodes(fabric: Fabric, kind: str, port_names: tuple[list[str], list[str]] | None) -> list[str]:
+    """The ``nodes:`` entries of the switches, in vertex order: each one's group and binds, and
+    for a Linux container the ``exec:`` lines that set its addresses (:func:`_lab_address_lines`)."""
+    first = fabric.first(1)
+    names, roles = fabric.names[first:], [ROLES[t] for t in fabric.tier[first:].tolist()]
+    if kind != "linux":
+        return [f"    {sw}:\n      group: {role}\n      binds:\n"
+                f'        - "../switches/{sw}/config_db.json:/var/sonic/config_db.json"\n'
+                f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n' for sw, role in zip(names, roles)]
+    # SONiC sets the addresses on a switch (config_db.json); in a Linux container the lab does
+    heads = [f"    {sw}:\n      group: {role}\n      binds:\n"
+             f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n'
+             '        - "daemons:/etc/frr/daemons"\n'
+             '        - "vtysh.conf:/etc/frr/vtysh.conf"\n'
+             "      exec:\n" for sw, role in zip(names, roles)]
+    vertex, lines = _lab_address_lines(fabric, port_names)
+    every = np.empty(len(heads) + len(lines), dtype=object)
+    every[:len(heads)], every[len(heads):] = heads, lines
+    # each switch's head, then its lines in the order made: a stable sort by vertex
+    order = np.argsort(np.concatenate((np.arange(first, len(fabric.names)), vertex)), kind="stable")
+    return every[order].tolist()
 
 
 def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None = None) -> str:
@@ -751,31 +797,19 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
                        "        net.ipv4.ip_forward: 1\n"
                        "        net.ipv6.conf.all.forwarding: 1\n")
     out.append("  nodes:\n")
-    tier = fabric.tier.tolist()
     if servers:
         for v, commands in sorted(_server_commands(fabric).items()):
             out.append(f"    {fabric.names[v]}:\n      group: {ROLES[0]}\n      exec:\n")
             out.extend(f'        - "{c}"\n' for c in commands)
     # the SONiC names of every cabled link's ports, made once for the addresses and the links
     port_names = switch_port_names(fabric, all_links(fabric)) if kind == "linux" else None
-    addresses = _lab_address_lines(fabric, port_names) if port_names is not None else {}
-    for v in range(first_switch, len(fabric.names)):
-        sw = fabric.names[v]
-        out.append(f"    {sw}:\n      group: {ROLES[tier[v]]}\n      binds:\n")
-        if kind == "linux":
-            out.append(f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n'
-                       '        - "daemons:/etc/frr/daemons"\n'
-                       '        - "vtysh.conf:/etc/frr/vtysh.conf"\n')
-            # SONiC sets the addresses on a switch (config_db.json); in a Linux container the lab does
-            out.append("      exec:\n")
-            out.extend(addresses.get(v, ()))
-        else:
-            out.append(f'        - "../switches/{sw}/config_db.json:/var/sonic/config_db.json"\n'
-                       f'        - "../switches/{sw}/frr.conf:/etc/frr/frr.conf"\n')
-    links = (server_interfaces(fabric) if servers else []) + switch_interfaces(fabric, kind, port_names)
-    if links:
+    out += _switch_nodes(fabric, kind, port_names)
+    ends = [_server_ends(fabric)] if servers else []
+    ends.append(_switch_ends(fabric, kind, port_names))
+    if any(column for column, *_ in ends):
         out.append("  links:\n")
-        out.extend(f'    - endpoints: ["{a}:{ia}", "{b}:{ib}"]\n' for a, ia, b, ib in links)
+        for a, ia, b, ib in ends:
+            out += [f'    - endpoints: ["{x}:{ix}", "{y}:{iy}"]\n' for x, ix, y, iy in zip(a, ia, b, ib)]
     return "".join(out)
 
 
