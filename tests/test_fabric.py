@@ -172,3 +172,40 @@ def test_property_any_buildable_spec_keeps_invariants(fields):
     except SpecError:
         return  # an impossible spec is refused, never half-built
     check_invariants(fabric)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**32 - 1), max_size=300), st.booleans())
+def test_ip_text_is_the_dotted_quad_of_every_address(values, in_order):
+    """Both ways of ``ip_text`` (a prefix a run when the addresses come in order, a prefix a
+    distinct /24 otherwise) give what ``ipaddress`` gives."""
+    import ipaddress
+
+    from topo.addressing import ip_text
+
+    if in_order:  # long runs of a /24, as a pool's addresses come
+        values = sorted(v & 0xFFFF0FFF for v in values)
+    array = np.array(values, dtype=np.uint32)
+    assert ip_text(array) == [str(ipaddress.IPv4Address(v)) for v in values]
+
+
+def test_ip_text_of_a_pool_in_order():
+    import ipaddress
+
+    from topo.addressing import ip_text
+
+    pool = np.arange(0x0A3FFF00, 0x0A400500, 2, dtype=np.uint32)  # across /24s and a /16
+    assert ip_text(pool) == [str(ipaddress.IPv4Address(int(v))) for v in pool]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 128), st.integers(1, 8)), max_size=200),
+       st.sampled_from([(8, 1), (8, 2), (8, 4), (8, 8), (4, 2), (2, 1)]))
+def test_sonic_port_names_are_each_ports_name(ports, layout):
+    from topo.addressing import sonic_port_name, sonic_port_names
+
+    lanes, breakout = layout
+    ports = [(p, (lane - 1) % breakout + 1) for p, lane in ports]
+    port = np.array([p for p, _ in ports], dtype=np.int64)
+    lane = np.array([lane for _, lane in ports], dtype=np.int64)
+    assert sonic_port_names(port, lane, lanes, breakout) == [sonic_port_name(p, q, lanes, breakout) for p, q in ports]
