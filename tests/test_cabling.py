@@ -474,3 +474,27 @@ def test_dual_tor_rows_labels_and_bom_in_closed_form(dual):
     # the shape-independent checks hold too
     test_totals_equal_the_rows((fabric, cabling, rows))
     test_copper_has_no_transceivers_and_optics_two_ends((fabric, cabling, rows))
+
+
+@pytest.mark.parametrize("spec", [{"gpus": 2048, "tiers": 3}, {"gpus": 1024, "dual_tor": True},
+                                  {"gpus": 2048, "leaf_switch": "eth-51t-64x800", "spine_switch": "eth-51t-128x400"}])
+def test_cabling_csv_rows_are_the_same_when_their_tails_are_renumbered(spec, monkeypatch):
+    """The rows' last fields are formatted once per distinct combination (a mixed-radix key over
+    the columns' distinct values, renumbered densely before it could overflow): forcing a
+    renumbering after every column gives the same file, and every row's tail is its own fields."""
+    from topo.outputs import cabling as module
+
+    fabric = build_fabric(load_spec(spec))
+    cabling = plan_cabling(fabric)
+    text = module.cabling_csv(fabric, cabling)
+    monkeypatch.setattr(module, "_KEY_SPAN", 2)
+    renumbered = module.cabling_csv(fabric, cabling).splitlines()
+    lines = text.splitlines()
+    differ = [i for i, (a, b) in enumerate(zip(renumbered, lines)) if a != b]  # not a diff of megabytes
+    assert len(renumbered) == len(lines) and not differ, f"{len(differ)} rows differ, first {differ[:3]}"
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == len(cabling.kind)
+    for i in range(0, len(rows), max(1, len(rows) // 97)):
+        assert float(rows[i]["length_m"]) == pytest.approx(float(cabling.length_m[i]), abs=5e-4)
+        assert int(rows[i]["gbps"]) == int(cabling.gbps[i])
+        assert rows[i]["medium"] == cabling.media[int(cabling.medium[i])]

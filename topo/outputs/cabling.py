@@ -192,8 +192,8 @@ class Cabling:
         kind_first = np.concatenate([[0], np.cumsum(per_kind)[:-1]])
         number = (np.arange(first.size) - kind_first[cable_kind] + 1).tolist()
         prefix = [f"{CABLE_PREFIX[k]}-" for k in range(len(ROW_KINDS))]
-        widths = [max(4, len(str(c))) for c in per_kind.tolist()]
-        return [f"{prefix[k]}{num:0{widths[k]}d}" for k, num in zip(cable_kind.tolist(), number)]
+        formats = [f"{prefix[k]}%0{max(4, len(str(c)))}d" for k, c in enumerate(per_kind.tolist())]
+        return [formats[k] % num for k, num in zip(cable_kind.tolist(), number)]
 
     def totals(self, category: str) -> dict[str, int]:
         """Quantity per item of one BOM category (``switch``, ``cable``, ``transceiver``)."""
@@ -951,8 +951,6 @@ def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
     else:
         a_iface = [""] * len(kind)
         b_iface = [rdma[p] if k == 0 else "" for k, p in zip(kind, b_port)]
-    length_text = {v: _number(v) for v in np.unique(cabling.length_m).tolist()}
-    stock_text = {v: _number(v) for v in np.unique(cabling.cable_length_m).tolist()}
     # catalogue strings may need CSV quoting: escape each distinct one once
     cable_ids = cabling.cable_ids()
     most = max(2, int(cabling.pieces.max(initial=1)) + 1)
@@ -960,19 +958,43 @@ def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
     module_text = [_field(m) for m in cabling.modules] + [""]  # index -1 -> ""
     media = [_field(m) for m in cabling.media]
     tiers = [_field(t) for t in ROW_KINDS]
+    tail = _row_tails(cabling, cable_text, module_text, media)
     lines = [",".join(CABLING_COLUMNS)]
     lines += [
         f"{cid},{tiers[k]},{names[av]},{ac},{ap},{al},{ai},{names[bv]},{'' if bc < 0 else bc},{bp},"
-        f"{bl or ''},{bi},"
-        f"{g},{length_text[ln]},{stock_text[st]},{media[m]},{cable_text[p][pc]},{module_text[am]},{module_text[bm]}"
-        for cid, k, av, ac, ap, al, ai, bv, bc, bp, bl, bi, g, ln, st, m, p, pc, am, bm in zip(
+        f"{bl or ''},{bi},{t}"
+        for cid, k, av, ac, ap, al, ai, bv, bc, bp, bl, bi, t in zip(
             (cable_ids[c] for c in cabling.cable.tolist()), kind, cabling.a.tolist(), cabling.a_cage.tolist(),
-            a_port, a_lane, a_iface, cabling.b.tolist(), cabling.b_cage.tolist(), b_port, b_lane, b_iface,
-            cabling.gbps.tolist(), cabling.length_m.tolist(), cabling.cable_length_m.tolist(),
-            cabling.medium.tolist(), cabling.part.tolist(), cabling.pieces.tolist(), cabling.a_module.tolist(),
-            cabling.b_module.tolist())
+            a_port, a_lane, a_iface, cabling.b.tolist(), cabling.b_cage.tolist(), b_port, b_lane, b_iface, tail)
     ]
     return "\n".join(lines) + "\n"
+
+
+#: Most combinations :func:`_row_tails` numbers before it renumbers them densely (int64 keys).
+_KEY_SPAN = 1 << 62
+
+
+def _row_tails(cabling: Cabling, cable_text: list[list[str]], module_text: list[str], media: list[str]) -> list[str]:
+    """The last seven fields of every ``cabling.csv`` row (speed, length, stock length, medium,
+    cable, the two ends' modules), each distinct combination formatted once: a fabric has few
+    (three in the default fabric of 65,536 GPUs), its links hundreds of thousands."""
+    columns = [cabling.gbps, cabling.length_m, cabling.cable_length_m, cabling.medium, cabling.part,
+               cabling.pieces, cabling.a_module, cabling.b_module]
+    key, span = np.zeros(len(cabling.kind), dtype=np.int64), 1
+    for column in columns:  # each column by its distinct values, the combination in mixed radix
+        values, which = np.unique(column, return_inverse=True)
+        if span * len(values) >= _KEY_SPAN:  # renumber the combinations so far densely first
+            key = np.unique(key, return_inverse=True)[1].ravel().astype(np.int64)
+            span = int(key.max(initial=0)) + 1
+        key, span = key * len(values) + which.ravel(), span * max(1, len(values))
+    combos, row_combo = np.unique(key, return_inverse=True)
+    example = np.zeros(len(combos), dtype=np.int64)
+    example[row_combo.ravel()] = np.arange(len(key))  # a row of each combination
+    texts = np.empty(len(combos), dtype=object)
+    texts[:] = [
+        f"{g},{_number(ln)},{_number(st)},{media[m]},{cable_text[p][pc]},{module_text[am]},{module_text[bm]}"
+        for g, ln, st, m, p, pc, am, bm in zip(*(column[example].tolist() for column in columns))]
+    return texts[row_combo.ravel()].tolist()
 
 
 def _field(text: str) -> str:
