@@ -212,11 +212,10 @@ class OutputFolder:
         items = sorted(files.items()) if isinstance(files, Mapping) else files
         count = 0
         made: set[str] = {str(self.tmp)}
-        root = str(self.tmp) + os.sep
+        root = str(self.tmp)
         for rel, content in items:
             if isinstance(content, Written):  # its maker wrote it (with write_file)
-                if not os.path.normpath(os.path.join(root, rel)).startswith(root) or rel == LOCK:
-                    raise OutputError(f"output file {quote(rel)} would be written outside {self.given}")
+                output_path(root, rel, str(self.given))
                 count += 1
                 continue
             data = content.encode("utf-8") if isinstance(content, str) else content
@@ -310,6 +309,16 @@ def _lock_state(lock: Path) -> str:
     return "free"
 
 
+def output_path(root: str, rel: str, shown: str = "the output folder") -> str:
+    """The path of the output file ``rel`` in the folder ``root``, normalised; OutputError, naming
+    the folder as ``shown``, when it would land outside it (``..``, an absolute name) or is the
+    lock file."""
+    path = os.path.normpath(os.path.join(root, rel))  # an absolute rel stays absolute: refused
+    if not path.startswith(root + os.sep) or rel == LOCK:
+        raise OutputError(f"output file {quote(rel)} would be written outside {shown}")
+    return path
+
+
 def write_file(root: str | Path, rel: str, data: bytes, made: set[str], shown: str = "the output folder") -> None:
     """Write one new file ``rel`` of the temporary folder ``root`` (its folder made once: ``made``
     holds the folders made so far, as strings); OutputError, naming the folder as ``shown``, when it
@@ -317,11 +326,7 @@ def write_file(root: str | Path, rel: str, data: bytes, made: set[str], shown: s
     and so do the processes that write their own files into an OutputFolder's
     :attr:`~OutputFolder.tmp`. Paths are plain strings here: this runs once per file, ten
     thousand times for a big fabric."""
-    root = os.fspath(root)
-    inside = root + os.sep
-    path = os.path.normpath(os.path.join(root, rel))  # an absolute rel stays absolute: refused
-    if not path.startswith(inside) or rel == LOCK:
-        raise OutputError(f"output file {quote(rel)} would be written outside {shown}")
+    path = output_path(os.fspath(root), rel, shown)
     try:
         folder = os.path.dirname(path)
         if folder not in made:
