@@ -841,28 +841,35 @@ class ConfigJob:
             raise RuntimeError("a ConfigJob's files are collected once")
         self.collected = True
         done = 0
+        # this process's module state is this job's from here on (another job's may be there)
+        _init_worker(self.fabric, self.user_dirs, self.sink, self.shown)
         if self.collector is not None:
             if self.closed:
                 raise RuntimeError("this ConfigJob was closed before its files were collected")
+            # made while the workers render: after them, this would be the only work left
+            hosts = self._host_files()
             for k, chunk in enumerate(self.chunks):
                 yield from self._chunk(k)
                 done += len(chunk)
                 if progress:
                     progress(done)
             self.close()
-            _init_worker(self.fabric, self.user_dirs, self.sink, self.shown)  # this process's state is another call's
         else:
-            _init_worker(self.fabric, self.user_dirs, self.sink, self.shown)
             for chunk in self.chunks:
                 yield from _render_chunk(chunk)
                 done += len(chunk)
                 if progress:
                     progress(done)
+            hosts = self._host_files()
+        yield from hosts
+
+    def _host_files(self) -> list[tuple[str, str]]:
+        """The servers' QoS script and address table (after the switches' files)."""
         env, shared = _WORKER["env"], _WORKER["shared"]
         node = host_node_facts(self.fabric)
-        yield "hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
-                                                   {"fabric": shared, "node": node, "version": __version__})
-        yield "hosts/addresses.csv", host_addresses_csv(self.fabric)
+        return [("hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
+                                                      {"fabric": shared, "node": node, "version": __version__})),
+                ("hosts/addresses.csv", host_addresses_csv(self.fabric))]
 
 
 class _Worker:
