@@ -843,11 +843,12 @@ class ConfigJob:
         done = 0
         # this process's module state is this job's from here on (another job's may be there)
         _init_worker(self.fabric, self.user_dirs, self.sink, self.shown)
+        if self.collector is not None and self.closed:
+            raise RuntimeError("this ConfigJob was closed before its files were collected")
+        # the host files first, though they come last: while the workers render (made after them,
+        # they would be the only work left, on one core)
+        hosts = self._host_files()
         if self.collector is not None:
-            if self.closed:
-                raise RuntimeError("this ConfigJob was closed before its files were collected")
-            # made while the workers render: after them, this would be the only work left
-            hosts = self._host_files()
             for k, chunk in enumerate(self.chunks):
                 yield from self._chunk(k)
                 done += len(chunk)
@@ -860,7 +861,6 @@ class ConfigJob:
                 done += len(chunk)
                 if progress:
                     progress(done)
-            hosts = self._host_files()
         yield from hosts
 
     def _host_files(self) -> list[tuple[str, str]]:
