@@ -864,7 +864,7 @@ class ConfigJob:
         yield from hosts
 
     def _host_files(self) -> list[tuple[str, str]]:
-        """The servers' QoS script and address table (after the switches' files)."""
+        """The servers' QoS script and address table (made first, handed out after the switches' files)."""
         env, shared = _WORKER["env"], _WORKER["shared"]
         node = host_node_facts(self.fabric)
         return [("hosts/roce-qos.sh", render_template(env, "host/roce-qos.sh.j2",
