@@ -1,6 +1,6 @@
 """Benchmark of ``topo build``: build time, write time and peak memory at several fabric sizes.
 
-A run measures, for one spec with default values except ``gpus`` and ``radix``, three parts, each
+A run measures, for one spec with default values except ``gpus`` and ``radix``, four parts, each
 in a fresh Python process (so that its peak resident set size, ``ru_maxrss``, belongs to that part
 alone, and no part finds caches or compiled templates that another left):
 
@@ -12,8 +12,14 @@ alone, and no part finds caches or compiled templates that another left):
   process and folder: the fabric built, a :class:`~topo.outputs.configs.ConfigJob` started at
   once (one process per CPU rendering and writing the switch configs) while this process writes
   the rest, and the configs collected in order; "configs add" is full minus build + write;
-* floor: the least a program can take to write the same bytes into the same files, in a third
-  process right after the full folder: it makes each folder of the full folder once in a fresh
+* ready: the whole folder again, in a third process and folder, with its switch and host
+  configs read into memory beforehand (not timed) and handed to ``build_files`` ready-made: as
+  many forked processes as the config job has write and hash the switches' files with the config
+  processes' own functions while this process writes the rest (:class:`PrerenderedConfigs`). The
+  same bytes as the full folder, written by the same code, with no facts made and nothing
+  rendered: the least the whole folder could take if rendering the configs cost nothing;
+* floor: the least a program can take to write the same bytes into the same files, in a last
+  process after the full folder: it makes each folder of the full folder once in a fresh
   folder and writes every file's bytes into it, nothing else (only the writes are timed, not the
   reading of each file beforehand from the page cache); the full folder is compared with the
   folder without configs and with this floor run by run (the disk's speed drifts between runs);
@@ -102,6 +108,7 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
 
     root = Path(tmp)
     baseline = _maxrss_kib()
+    prerendered = PrerenderedConfigs.read(root / "full") if part == "ready" else None
     os.sync()  # what the parts before this one wrote is on the disk: this part does not pay for it
     if part == "floor":
         print(json.dumps({"floor_s": write_floor(root, ("full",), root / "floor")}))
@@ -125,6 +132,20 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
             "design_bytes": (root / "design" / "design.json").stat().st_size,
         }))
         return
+    if part == "ready":  # the whole folder again, its configs' bytes ready: only written
+        cabling = plan_cabling(fabric)
+        with OutputFolder(root / "ready") as folder:
+            job = prerendered.start(os.cpu_count() or 1, folder.tmp)
+            folder.write(build_files(fabric, summarize(fabric, cabling), cabling=cabling, sink=folder.tmp,
+                                     config_job=job))
+        ready_s = time.perf_counter() - start
+        cpu1, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        print(json.dumps({
+            "ready_s": ready_s,
+            "ready_cpu_s": cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime,
+            "ready_writers_cpu_s": workers.ru_utime + workers.ru_stime,
+        }))
+        return
     # topo build --no-analysis: the config processes start right after the fabric is built and
     # write the switch configs while this one writes the rest
     with OutputFolder(root / "full") as folder, \
@@ -144,6 +165,72 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
         "full_sys_s": cpu1.ru_stime - cpu0.ru_stime + workers.ru_stime,  # of which system time (both)
         "config_files": len(configs), "config_bytes": sum(p.stat().st_size for p in configs),
     }))
+
+
+class PrerenderedConfigs:
+    """The switch and host configs of a built folder, read into memory, handed to ``build_files``
+    in place of a :class:`~topo.outputs.configs.ConfigJob`: what the whole folder would take if
+    rendering the configs (and making their facts) took no time at all.
+
+    :meth:`start` forks as many writer processes as the config job has; each writes every
+    other chunk of switches (``CONFIG_CHUNK`` of them, in turn) into the temporary folder with the
+    config processes' own ``write_file`` and ``digest``, and sends back their sizes and digests
+    when it has written them all. The host files are handed out as text, as the job does."""
+
+    def __init__(self, switches: list[list[tuple[str, bytes]]], hosts: list[tuple[str, str]]) -> None:
+        self.switches, self.hosts = switches, hosts
+        self.writers: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+
+    @classmethod
+    def read(cls, folder: Path) -> "PrerenderedConfigs":
+        def each(name: str) -> list[Path]:  # none for an InfiniBand fabric
+            return sorted((folder / name).iterdir()) if (folder / name).is_dir() else []
+
+        switches = [[(f"switches/{d.name}/{f.name}", f.read_bytes()) for f in sorted(d.iterdir())]
+                    for d in each("switches")]
+        hosts = [(f"hosts/{f.name}", f.read_text(encoding="utf-8")) for f in each("hosts")]
+        return cls(switches, hosts)
+
+    def start(self, writers: int, sink: Path) -> "PrerenderedConfigs":
+        from topo.outputs.configs import CONFIG_CHUNK
+        from topo.outputs.manifest import digest
+        from topo.outputs.writer import write_file
+
+        chunks = [self.switches[i:i + CONFIG_CHUNK] for i in range(0, len(self.switches), CONFIG_CHUNK)]
+        for w in range(writers):
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # a writer: its chunks, then their digests up the pipe
+                os.close(read)
+                made: set[str] = set()
+                done = []
+                for chunk in chunks[w::writers]:
+                    for switch in chunk:
+                        for rel, data in switch:
+                            write_file(sink, rel, data, made)
+                            done.append((rel, len(data), digest(data)))
+                with os.fdopen(write, "w", encoding="utf-8") as out:
+                    json.dump(done, out)
+                os._exit(0)
+            os.close(write)
+            self.writers.append((pid, read))
+        return self
+
+    def files(self, progress=None):
+        """Every switch's files in fabric order (once the writers are done), then the host files."""
+        from topo.outputs.manifest import Written
+
+        written = {}
+        for pid, read in self.writers:
+            with os.fdopen(read, encoding="utf-8") as got:
+                written.update((rel, Written(sha, size)) for rel, size, sha in json.load(got))
+            _, status = os.waitpid(pid, 0)
+            if status:
+                raise SystemExit(f"bench_build: a writer of the prerendered configs failed (status {status})")
+        for switch in self.switches:
+            for rel, _ in switch:
+                yield rel, written[rel]
+        yield from self.hosts
 
 
 def write_floor(root: Path, folders: tuple[str, ...], out: Path) -> float:
@@ -237,7 +324,7 @@ def run_once(gpus: int, radix: int, scratch: Path) -> dict:
 
     result: dict = {}
     tmp = tempfile.mkdtemp(prefix=f"{gpus}-", dir=scratch)
-    for part in ("plain", "full", "floor"):
+    for part in ("plain", "full", "ready", "floor"):
         out = run([str(Path(__file__).resolve()), "--child", part, str(gpus), str(radix), tmp], f"part {part}")
         result.update(json.loads(out.strip().splitlines()[-1]))
     # the whole command as a user runs it (Python's start, the analysis and the design review
@@ -262,8 +349,8 @@ def table(sizes: list[Size]) -> str:
         "total median (s)", "baseline RSS (MiB)", "peak RSS (MiB)", "full peak RSS: main / config process (MiB)",
         "design.json (MB)",
         "configs add (s)", "config files (MB)", "full folder median (s)", "full CPU: main + config processes (s)",
-        "write floor median (s)",
-        "full / no configs", "full / floor", "topo build: --no-configs / with configs (s)", "topo build ratio",
+        "write floor median (s)", "configs ready-made median (s)",
+        "full / no configs", "full / floor", "ready-made / no configs", "topo build: --no-configs / with configs (s)", "topo build ratio",
     ]
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
     for s in sizes:
@@ -282,8 +369,10 @@ def table(sizes: list[Size]) -> str:
             f"{statistics.median(s.full()):.2f}",
             f"{statistics.median(s.times('full_cpu_s')):.2f} + {statistics.median(s.times('config_cpu_s')):.2f}",
             f"{statistics.median(s.times('floor_s')):.2f}",
+            f"{statistics.median(s.times('ready_s')):.2f}",
             f"{statistics.median(f / t for f, t in zip(s.full(), s.total(), strict=True)):.1f}x",
             f"{statistics.median(f / r['floor_s'] for f, r in zip(s.full(), s.runs, strict=True)):.1f}x",
+            f"{statistics.median(r['ready_s'] / t for r, t in zip(s.runs, s.total(), strict=True)):.1f}x",
             f"{statistics.median(s.times('command_plain_s')):.2f} / {statistics.median(s.times('command_full_s')):.2f}",
             f"{statistics.median(r['command_full_s'] / r['command_plain_s'] for r in s.runs):.1f}x",
         ]
@@ -348,6 +437,14 @@ def folder_targets(sizes: list[Size]) -> list[str]:
             floor_ratio = statistics.median(r["floor_s"] / t for r, t in zip(s.runs, s.total(), strict=True))
             lines.append(f"- for reference: on this disk the write floor alone is {floor_ratio:.1f}x the folder "
                          f"without configs (median of the runs' ratios)")
+            # what writing the configs alone allows: the same folder with their bytes ready-made
+            ready = statistics.median(r["ready_s"] / t for r, t in zip(s.runs, s.total(), strict=True))
+            lines.append(f"- for reference: the whole folder with its configs ready-made (read into memory "
+                         f"beforehand; written and hashed by as many processes as render them, nothing "
+                         f"rendered) is {ready:.1f}x the folder without configs (median of the runs' ratios; "
+                         f"median {statistics.median(s.times('ready_s')):.2f} s, "
+                         f"{statistics.median(r['ready_cpu_s'] + r['ready_writers_cpu_s'] for r in s.runs):.2f} "
+                         f"CPU-seconds): rendering the configs can only add to that")
             # what the cores alone allow: the CPU seconds the whole folder took, spread over them all
             cpu = [r["full_cpu_s"] + r["config_cpu_s"] for r in s.runs]
             cores = os.cpu_count() or 1
@@ -469,7 +566,8 @@ def measure(args: argparse.Namespace, scratch: Path) -> list[Size]:
                   file=sys.stderr, flush=True)
             run = run_once(gpus, radix, scratch)
             print(f" build {run['build_s']:.2f} s, write {run['write_s']:.2f} s, "
-                  f"full {run['full_s']:.2f} s, floor {run['floor_s']:.2f} s, topo build "
+                  f"full {run['full_s']:.2f} s, ready-made {run['ready_s']:.2f} s, "
+                  f"floor {run['floor_s']:.2f} s, topo build "
                   f"{run['command_plain_s']:.2f} / {run['command_full_s']:.2f} s, "
                   f"peak {mib(run['peak_kib'])} MiB", file=sys.stderr, flush=True)
             runs.append(run)
