@@ -12,14 +12,14 @@ alone, and no part finds caches or compiled templates that another left):
   process and folder: the fabric built, a :class:`~topo.outputs.configs.ConfigJob` started at
   once (one process per CPU rendering and writing the switch configs) while this process writes
   the rest, and the configs collected in order; "configs add" is full minus build + write;
-* ready: the whole folder again, in a third process and folder, with its switch and host
+* ready: the whole folder again, in a last process and folder, with its switch and host
   configs read into memory beforehand (not timed) and handed to ``build_files`` ready-made: as
   many forked processes as the config job has write and hash the switches' files with the config
   processes' own functions while this process writes the rest (:class:`PrerenderedConfigs`). The
   same bytes as the full folder, written by the same code, with no facts made and nothing
   rendered: the least the whole folder could take if rendering the configs cost nothing;
-* floor: the least a program can take to write the same bytes into the same files, in a last
-  process after the full folder: it makes each folder of the full folder once in a fresh
+* floor: the least a program can take to write the same bytes into the same files, in a third
+  process right after the full folder: it makes each folder of the full folder once in a fresh
   folder and writes every file's bytes into it, nothing else (only the writes are timed, not the
   reading of each file beforehand from the page cache); the full folder is compared with the
   folder without configs and with this floor run by run (the disk's speed drifts between runs);
@@ -324,7 +324,7 @@ def run_once(gpus: int, radix: int, scratch: Path) -> dict:
 
     result: dict = {}
     tmp = tempfile.mkdtemp(prefix=f"{gpus}-", dir=scratch)
-    for part in ("plain", "full", "ready", "floor"):
+    for part in ("plain", "full", "floor", "ready"):
         out = run([str(Path(__file__).resolve()), "--child", part, str(gpus), str(radix), tmp], f"part {part}")
         result.update(json.loads(out.strip().splitlines()[-1]))
     # the whole command as a user runs it (Python's start, the analysis and the design review
