@@ -201,17 +201,23 @@ class PrerenderedConfigs:
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:  # a writer: its chunks, then their digests up the pipe
-                os.close(read)
-                made: set[str] = set()
-                done = []
-                for chunk in chunks[w::writers]:
-                    for switch in chunk:
-                        for rel, data in switch:
-                            write_file(sink, rel, data, made)
-                            done.append((rel, len(data), digest(data)))
-                with os.fdopen(write, "w", encoding="utf-8") as out:
-                    json.dump(done, out)
-                os._exit(0)
+                code = 1  # a writer never returns into the benchmark's code: it exits, 1 on any error
+                try:
+                    os.close(read)
+                    made: set[str] = set()
+                    done = []
+                    for chunk in chunks[w::writers]:
+                        for switch in chunk:
+                            for rel, data in switch:
+                                write_file(sink, rel, data, made)
+                                done.append((rel, len(data), digest(data)))
+                    with os.fdopen(write, "w", encoding="utf-8") as out:
+                        json.dump(done, out)
+                    code = 0
+                except BaseException as exc:
+                    print(f"bench_build: a writer of the ready-made configs failed: {exc}", file=sys.stderr)
+                finally:
+                    os._exit(code)
             os.close(write)
             self.writers.append((pid, read))
         return self
@@ -223,10 +229,11 @@ class PrerenderedConfigs:
         written = {}
         for pid, read in self.writers:
             with os.fdopen(read, encoding="utf-8") as got:
-                written.update((rel, Written(sha, size)) for rel, size, sha in json.load(got))
+                text = got.read()
             _, status = os.waitpid(pid, 0)
             if status:
-                raise SystemExit(f"bench_build: a writer of the prerendered configs failed (status {status})")
+                raise SystemExit(f"bench_build: a writer of the ready-made configs failed (wait status {status})")
+            written.update((rel, Written(sha, size)) for rel, size, sha in json.loads(text))
         for switch in self.switches:
             for rel, _ in switch:
                 yield rel, written[rel]
