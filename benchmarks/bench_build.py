@@ -12,17 +12,17 @@ alone, and no part finds caches or compiled templates that another left):
   process and folder: the fabric built, a :class:`~topo.outputs.configs.ConfigJob` started at
   once (one process per CPU rendering and writing the switch configs) while this process writes
   the rest, and the configs collected in order; "configs add" is full minus build + write;
+* floor: the least a program can take to write the same bytes into the same files, in a third
+  process right after the full folder: it makes each folder of the full folder once in a fresh
+  folder and writes every file's bytes into it, nothing else (only the writes are timed, not the
+  reading of each file beforehand from the page cache); the full folder is compared with the
+  folder without configs and with this floor run by run (the disk's speed drifts between runs);
 * ready: the whole folder again, in a last process and folder, with its switch and host
   configs read into memory beforehand (not timed) and handed to ``build_files`` ready-made: as
   many forked processes as the config job has write and hash the switches' files with the config
   processes' own functions while this process writes the rest (:class:`PrerenderedConfigs`). The
   same bytes as the full folder, written by the same code, with no facts made and nothing
   rendered: the least the whole folder could take if rendering the configs cost nothing;
-* floor: the least a program can take to write the same bytes into the same files, in a third
-  process right after the full folder: it makes each folder of the full folder once in a fresh
-  folder and writes every file's bytes into it, nothing else (only the writes are timed, not the
-  reading of each file beforehand from the page cache); the full folder is compared with the
-  folder without configs and with this floor run by run (the disk's speed drifts between runs);
 * topo build: wall time of the whole command as a user runs it (``topo build --gpus N --radix R -q``,
   Python's start, the analysis and the design review included), with ``--no-configs`` and without;
 * each part starts after ``os.sync()`` (not timed), so that none pays for the writing back of what
