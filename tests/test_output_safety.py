@@ -335,3 +335,26 @@ def test_the_sweep_cache_never_trusts_or_writes_through_a_planted_link(tmp_path)
     with pytest.raises(SweepError, match=f"cannot write {other}.json"):
         cache.put(other, {"busbw": 1.0})
     assert sorted(p.name for p in cache.folder.iterdir()) == [f"{key}.json", f"{other}.json"]
+
+
+def test_train_output_without_renameat2_or_hard_links_still_replaces_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(writer, "_rename", lambda src, dst, flags: False)
+
+    def no_hard_links(src, dst, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(writer.os, "link", no_hard_links)
+    out = tmp_path / "train.json"
+    assert run(*TRAIN, "-o", out).exit_code == 0
+    assert json.loads(out.read_text())["step_time_s"]
+    out.unlink()
+    mkstemp = writer.tempfile.mkstemp
+
+    def mkstemp_and_meanwhile(*args, **kwargs):  # after the last check, before the rename
+        out.write_text("theirs")
+        return mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(writer.tempfile, "mkstemp", mkstemp_and_meanwhile)
+    one_error(run(*TRAIN, "-o", out), "was written by someone else meanwhile; nothing was replaced")
+    assert out.read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.json"]

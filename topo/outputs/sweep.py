@@ -344,10 +344,10 @@ class Cache:
     def put(self, key: str, row: dict[str, Any]) -> None:
         if self.folder is None:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"format": CACHE_FORMAT, "key": key, "topo_version": __version__, "row": row},
                           sort_keys=True, indent=1) + "\n"
         try:
+            self.folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
         except OSError as exc:
             raise SweepError(f"--cache {self.folder}: cannot write there ({exc.strerror or exc})") from None

@@ -470,8 +470,7 @@ def write_output_file(path: str | Path, data: bytes, force: bool, inputs: Iterab
         if force:
             os.replace(tmp, path)
         elif not _rename(Path(tmp), path, _RENAME_NOREPLACE):
-            os.link(tmp, path)  # fails if anything is at path; never follows a link there
-            os.unlink(tmp)
+            _link_or_rename(tmp, path)
     except OSError as exc:
         try:
             os.unlink(tmp)
@@ -487,6 +486,21 @@ def write_output_file(path: str | Path, data: bytes, force: bool, inputs: Iterab
         except OSError:
             pass
         raise
+
+
+def _link_or_rename(tmp: str, path: Path) -> None:
+    """Put ``tmp`` at ``path`` only if nothing is there: a hard link (which fails on whatever is
+    there, a link too) or, on a file system without hard links, a check and a rename."""
+    try:
+        os.link(tmp, path, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+        os.rename(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 @functools.lru_cache(maxsize=1)
