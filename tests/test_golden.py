@@ -48,6 +48,7 @@ def rendered(example):
         files.pop(rel, None)
     stamp = json.loads(files["topo-build.json"])
     stamp["files"] = {rel: sha for rel, sha in stamp["files"].items() if rel not in PLOTTED}
+    stamp["sizes"] = {rel: size for rel, size in stamp["sizes"].items() if rel not in PLOTTED}
     files["topo-build.json"] = json.dumps(stamp, indent=2) + "\n"
     firsts = {fabric.names[fabric.first(t)] for t in (1, 2, 3) if fabric.count(t)}
     return {rel.replace("/", "__"): text for rel, text in files.items()

@@ -578,10 +578,25 @@ def build_inputs(spec: FabricSpec, spec_file: Path | None, server_base: Path | N
     if spec.hostname_table is not None and spec.hostnames is not None:
         paths.append(hostnames_file(spec.hostnames, flags.get("hostnames") is not None,
                                     spec_file.parent if spec_file else None))
+    if spec.prices is not None:  # read as the spec is loaded: from the spec file's folder when it names it
+        paths.append(hostnames_file(spec.prices, flags.get("prices") is not None,
+                                    spec_file.parent if spec_file else None))
     profile = server_file(spec, server_base)
     if profile is not None:
         paths.append(profile)
     return paths
+
+
+def discard_edits_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--discard-edits``: with --force, replace a folder even when files in it were edited."""
+    return click.option("--discard-edits", is_flag=True,
+                        help="With --force: replace the folder even if files in it were changed since topo "
+                             "wrote them (the changes are lost).")(func)
+
+
+def _check_discard(force: bool, discard_edits: bool) -> None:
+    if discard_edits and not force:
+        raise click.UsageError("--discard-edits goes with --force")
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -679,7 +694,8 @@ def main() -> None:
 @spec_options
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Output folder [./NAME-GPUSgpus].")
-@click.option("--force", is_flag=True, help="Replace an existing non-empty output folder.")
+@click.option("--force", is_flag=True, help="Replace an existing design folder that topo wrote.")
+@discard_edits_option
 @click.option("--no-analysis", is_flag=True, help="Skip the analysis (analysis.json and the headline figures).")
 @click.option("--no-configs", is_flag=True, help="Skip the switch and host configs.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None,
@@ -688,7 +704,8 @@ def main() -> None:
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (warnings still, see --no-warnings).")
 @click.option("--no-warnings", is_flag=True, help="No warnings on stderr (they stay in summary.json and README.md).")
-def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis: bool, no_configs: bool,
+def build(spec_file: Path | None, output: Path | None, force: bool, discard_edits: bool, no_analysis: bool,
+          no_configs: bool,
           jobs: int | None, templates: tuple[Path, ...], fmt: str, quiet: bool, no_warnings: bool,
           **fields: Any) -> None:
     """Size and build a fabric, write the design folder and print its summary.
@@ -712,13 +729,15 @@ def build(spec_file: Path | None, output: Path | None, force: bool, no_analysis:
     from .servers import resolve_server
     from .sizing import plan_fabric
 
+    _check_discard(force, discard_edits)
     progress = Progress(quiet)
     with user_errors():
         # a server profile path is relative to the spec file when the file names it, else to here
         base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
         spec = spec_from_cli(spec_file, fields, progress)
         out = output or Path(f"{spec.name}-{spec.gpus}gpus")
-        folder = OutputFolder(out, force, build_inputs(spec, spec_file, base_dir, fields, templates))
+        folder = OutputFolder(out, force, build_inputs(spec, spec_file, base_dir, fields, templates), "build",
+                              discard_edits)
         plan = plan_fabric(spec)
         check_addressing(spec, plan)  # refuse an impossible spec before any work
         check_memory(spec, plan)
@@ -908,7 +927,8 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
 @click.argument("designs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Output folder [./LABEL-report, or ./A-vs-B-report for a comparison].")
-@click.option("--force", is_flag=True, help="Replace an existing report folder.")
+@click.option("--force", is_flag=True, help="Replace an existing report folder that topo wrote.")
+@discard_edits_option
 @click.option("--sweep", "sweep_path", type=click.Path(exists=True, path_type=Path), default=None,
               help="A folder (or its sweep.json) written by 'topo sweep': adds its Pareto fronts, the design ringed.")
 @click.option("--train", "train_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -916,8 +936,9 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
 @templates_option
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, sweep_path: Path | None,
-                   train_path: Path | None, templates: tuple[Path, ...], fmt: str, quiet: bool) -> None:
+def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, discard_edits: bool,
+                   sweep_path: Path | None, train_path: Path | None, templates: tuple[Path, ...], fmt: str,
+                   quiet: bool) -> None:
     """The design review of one design, or several side by side: report.html and report.md.
 
     Each DESIGN is a folder written by 'topo build' (its spec.yaml is read, and the folder must be
@@ -948,6 +969,7 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
     from .servers import resolve_server
     from .sizing import plan_fabric
 
+    _check_discard(force, discard_edits)
     progress = Progress(quiet)
     with user_errors():
         labels = _report_labels(designs)
@@ -959,8 +981,10 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
         specs = [spec_from_cli(f, {}, progress) for f in spec_files]
         sweep = read_sweep_json(sweep_path) if sweep_path is not None else None
         train = read_train_json(train_path) if train_path is not None else None
-        inputs = [*templates, *spec_files, *(p for p in (sweep_path, train_path) if p is not None)]
-        folder = OutputFolder(out, force, inputs)
+        inputs = [*templates, *(p for p in (sweep_path, train_path) if p is not None)]
+        for spec, spec_file in zip(specs, spec_files):
+            inputs += build_inputs(spec, spec_file, spec_file.parent, {}, ())
+        folder = OutputFolder(out, force, inputs, "report", discard_edits)
         for spec in specs:
             check_addressing(spec, plan_fabric(spec))
         reviews = []
@@ -985,7 +1009,7 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
                                           progress=progress.counter(f"{parts} parts failed one at a time", parts)))
             with progress.stage(f"writing {out}/"):
                 count = folder.write(with_manifest(report_files(reviews, templates, in_build=False,
-                                                                sweep=sweep, train=train).items()))
+                                                                sweep=sweep, train=train).items(), "report"))
         progress.say(f"wrote {count:,} files")
     data = report_data(reviews)
 
@@ -1232,7 +1256,8 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
               help="Monte Carlo draws a design (with --fail-random) [16].")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Folder of sweep.csv, sweep.json, the Pareto plots and README.md [none: print the table].")
-@click.option("--force", is_flag=True, help="Replace an existing sweep folder.")
+@click.option("--force", is_flag=True, help="Replace an existing sweep folder that topo wrote.")
+@discard_edits_option
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the designs' cached rows, to resume a sweep [OUTPUT.cache with -o, else none].")
 @click.option("--no-cache", is_flag=True, help="Compute every design, cache nothing.")
@@ -1243,7 +1268,8 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, fail_random: float | None,
-                  trials: int | None, output: Path | None, force: bool, cache_dir: Path | None, no_cache: bool,
+                  trials: int | None, output: Path | None, force: bool, discard_edits: bool,
+                  cache_dir: Path | None, no_cache: bool,
                   jobs: int | None, scheduler: str | None, fmt: str, quiet: bool, **fields: Any) -> None:
     """Build, cost and analyse many candidate fabrics: one row per design.
 
@@ -1273,6 +1299,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
     from .outputs.sweep import expand as expand_grid
     from .outputs.sweep_files import front_table, sweep_files
 
+    _check_discard(force, discard_edits)
     progress = Progress(quiet)
     with user_errors():
         definition: dict[str, Any] = {}
@@ -1355,12 +1382,17 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
                       "cases": cases, "fixed": {k: str(v) for k, v in fixed.items()},
                       "sizes": list(sizes), "fail_random": fail_random, "trials": trials}
         sweep = Sweep(tuple(tasks), columns, sizes, fail_random, trials, definition=_jsonable(definition))
-        folder = OutputFolder(output, force, [spec_file, sweep_file]) if output is not None else None
         if no_cache:
             cache = Cache(None)
         else:
             cache = Cache(cache_dir if cache_dir is not None else (output.with_name(output.name + ".cache")
                                                                    if output is not None else None))
+        if output is not None:
+            inputs = [spec_file, sweep_file, cache.folder, *_named_files(fixed, base, base_dir),
+                      *sorted({Path(t.options.nccl_constants) for t in tasks if t.options.nccl_constants})]
+            folder = OutputFolder(output, force, inputs, "sweep", discard_edits)
+        else:
+            folder = None
         counters: dict[int, Callable[[int], None]] = {}
 
         def update(done: int, total: int) -> None:  # total: the distinct designs (a repeat is one)
@@ -1380,7 +1412,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         specs = [_spec_for_build(t.spec, fixed, base, base_dir) if t.spec is not None else None for t in tasks]
         if folder is not None:
             with folder:
-                count = folder.write(with_manifest(sweep_files(sweep, rows, specs).items()))
+                count = folder.write(with_manifest(sweep_files(sweep, rows, specs).items(), "sweep"))
             progress.say(f"wrote {count:,} files to {output}/")
     from .outputs.sweep_files import fronts
 
@@ -1422,13 +1454,22 @@ def _spec_for_build(spec: FabricSpec, fixed: dict[str, Any], base: dict[str, Any
     folder) or the base spec (from its folder) gave them, so that ``topo build -f`` takes it from
     anywhere."""
     out = spec.to_dict()
+    for key, path in _named_files(fixed, base, base_dir).items():
+        out[key] = str(path.resolve())
+    return out
+
+
+def _named_files(fixed: dict[str, Any], base: dict[str, Any], base_dir: Path | None) -> dict[str, Path]:
+    """The files a sweep's designs name (price list, host-name table, server profile), as the flags
+    (from the working folder) or the base spec (from its folder) gave them: those that are files."""
+    found = {}
     for key in ("prices", "hostnames", "server"):
         given, where = (fixed[key], Path.cwd()) if fixed.get(key) is not None else (base.get(key), base_dir or Path.cwd())
         if isinstance(given, str):
             path = Path(given) if Path(given).is_absolute() else where / given
             if path.is_file():
-                out[key] = str(path.resolve())
-    return out
+                found[key] = path
+    return found
 
 
 def _file_digest(name: str) -> str:
@@ -1600,6 +1641,7 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
     from .analysis.analyze import AnalysisOptions
     from .fabric import build_fabric
     from .outputs.check import design_problems
+    from .outputs.writer import check_output_file, write_output_file
     from .servers import resolve_server
     from .sizing import plan_fabric
     from .workload import gpu_catalog, model_catalog
@@ -1623,14 +1665,15 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
             options.check()
         except TopoError as exc:
             problems += exc.lines
+        workload_file = fields["workload_file"]
         try:
             workload = _train_workload(fields)
         except TopoError as exc:
             problems += exc.lines
         if problems:
             raise AnalysisError(problems)
-        if output is not None and output.exists() and not force:
-            raise AnalysisError([f"--output {output}: exists; give --force to replace it"])
+        if output is not None:
+            check_output_file(output, force)  # at once: it exists, or is a folder
         counts = _gpu_counts(scale) if scale is not None else None
         if weak and not counts:
             raise click.UsageError("--weak goes with --scale")
@@ -1644,6 +1687,9 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
         spec = spec_from_cli(spec_file, fields, progress)
         check_addressing(spec, plan_fabric(spec))
         base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
+        if output is not None:  # before any work: never one of the files this reads
+            check_output_file(output, force, [design, workload_file, options.nccl_constants,
+                                              *build_inputs(spec, spec_file, base_dir, fields, ())])
         server = resolve_server(spec, base_dir).node_model()
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
@@ -1669,19 +1715,10 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
                 variants = what_ifs(spec, workload, options, step, server, progress.counter("what-ifs", 4), fabric)
         data = result(fabric, step, points, variants, weak=weak)
         if output is not None:
-            _write_json(output, data)
+            write_output_file(output, (json.dumps(data, indent=2) + "\n").encode("utf-8"), force,
+                              [design, workload_file, options.nccl_constants,
+                               *build_inputs(spec, spec_file, base_dir, fields, ())])
     emit(data, fmt, lambda: table(data))
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON whole or not at all: a temporary file beside it, then renamed over it."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise AnalysisError([f"--output {path}: cannot write it ({exc.strerror or exc})"]) from None
 
 
 def _catalog_table(data: dict[str, Any]) -> str:

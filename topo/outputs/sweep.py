@@ -24,6 +24,7 @@ import itertools
 import json
 import math
 import os
+import stat
 import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
@@ -288,8 +289,18 @@ def _one_line(exc: TopoError) -> str:
 # --- the cache ----------------------------------------------------------------------------------
 
 
+#: Largest cache entry read (bytes): a row is a few kilobytes.
+MAX_CACHE_ENTRY = 4 << 20
+
+
 class Cache:
-    """One JSON file per design, named by its key, under ``folder``; None keeps nothing."""
+    """One JSON file per design, named by its key, under ``folder``; None keeps nothing.
+
+    An entry is read only when it is a regular file of at most :data:`MAX_CACHE_ENTRY` bytes,
+    never through a symbolic link (a link planted at an entry's name is not trusted: the design is
+    computed again), and written to a temporary file of a random name (``mkstemp``, ``O_EXCL``)
+    renamed over the entry's name, which replaces a link there, never the file it points to.
+    """
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
@@ -302,9 +313,17 @@ class Cache:
         if self.folder is None:
             return None
         try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+            fd = os.open(self.path(key), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None  # absent, or a link
+        try:
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CACHE_ENTRY:
+                    return None
+                data = json.loads(f.read(MAX_CACHE_ENTRY + 1).decode("utf-8"))
         except (OSError, ValueError):
-            return None  # absent, or cut short by a crash: computed again
+            return None  # cut short by a crash: computed again
         if not isinstance(data, dict) or data.get("key") != key or data.get("format") != CACHE_FORMAT \
                 or not isinstance(data.get("row"), dict):
             return None
@@ -325,14 +344,20 @@ class Cache:
     def put(self, key: str, row: dict[str, Any]) -> None:
         if self.folder is None:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"format": CACHE_FORMAT, "key": key, "topo_version": __version__, "row": row},
                           sort_keys=True, indent=1) + "\n"
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
+        except OSError as exc:
+            raise SweepError(f"--cache {self.folder}: cannot write there ({exc.strerror or exc})") from None
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
-            os.replace(tmp, self.path(key))
+            os.replace(tmp, self.path(key))  # a link at the entry's name is replaced, not followed
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise SweepError(f"--cache {self.folder}: cannot write {key}.json ({exc.strerror or exc})") from None
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

@@ -1,18 +1,25 @@
-"""Writing a build folder: all files or none, and nothing of the user's replaced.
+"""Writing an output folder or file: all of it or none, and nothing of the user's replaced.
 
-:class:`OutputFolder` checks the target before any work, reserves it while the build runs, and
+:class:`OutputFolder` checks the target before any work, reserves it while the command runs, and
 publishes the finished folder in one rename:
 
 - A new folder appears whole or not at all: files go to a hidden temporary folder beside it
-  (``.NAME.tmp-<time>-<pid>``), renamed into place at the end without replacing anything that
-  appeared meanwhile (``renameat2(RENAME_NOREPLACE)`` where the system has it).
-- An existing folder is replaced only with ``force``, only when it is a build folder of topo's
-  (its ``topo-build.json`` lists every file in it), and never when it is the working folder or
-  holds it, the home folder, a mount point, or holds an input of the build (the spec file, a
-  host-name table, a server profile, a template folder). The swap is atomic where the system can
-  exchange two folders (``RENAME_EXCHANGE``), and the old folder is checked again after it.
+  (``.NAME.tmp-<time>-<pid>-<random>``, made with ``mkdir``, which never follows or reuses what is
+  there), renamed into place at the end without replacing anything that appeared meanwhile
+  (``renameat2(RENAME_NOREPLACE)`` where the system has it). Files are created with ``O_EXCL``,
+  so a link planted in the folder is never written through.
+- An existing folder is replaced only with ``force``, only when it is a folder of topo's written
+  by the same command (its ``topo-build.json`` names the command and lists every file in it, each
+  with the digest it was written with; an edited file needs ``discard_edits`` as well), and never
+  when it is the working folder or holds it, the home folder, a mount point, or holds an input of
+  the command (the spec file, a host-name table, a server profile, a template folder...). The swap
+  is atomic where the system can exchange two folders (``RENAME_EXCHANGE``), and the old folder is
+  checked again after it.
 - Two builds to one folder: the one that started first goes on, the other stops at once with an
-  error; a temporary folder left by a killed build is removed by the next build to that folder.
+  error; a temporary folder left by a killed build (its lock file, no longer held) is removed by
+  the next build to that folder. Nothing else is ever removed: a folder of such a name that topo
+  cannot prove it made stays.
+- :func:`write_output_file` writes one file (``topo train -o``) with the same care.
 - Every failure is an :class:`~topo.errors.OutputError` with one line, and leaves nothing behind.
 """
 
@@ -23,13 +30,16 @@ import errno
 import functools
 import os
 import re
+import secrets
 import shutil
+import stat
+import tempfile
 import time
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..errors import OutputError, quote
-from .manifest import NotABuild, Written, foreign_entries, read_manifest
+from .manifest import KINDS, NotABuild, Written, changed_files, foreign_entries, kind_name, read_stamp
 
 try:
     import fcntl
@@ -38,8 +48,11 @@ except ImportError:  # pragma: no cover - not on Linux or macOS
 
 #: Lock file inside a temporary folder, held while its build runs (never published).
 LOCK = ".topo-lock"
-#: Temporary folders of builds of earlier versions of topo, removed when this old (seconds).
+#: A folder set aside by a replacement (``.NAME.old-...``) or left by an earlier version of topo is
+#: removed when this old (seconds), and only when it is a whole, unedited folder of topo's.
 LEGACY_AGE_S = 3600
+#: Most changed files an error line names (the rest are counted).
+SHOWN_CHANGED = 3
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 _AT_FDCWD = -100
 
@@ -72,6 +85,18 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _token() -> str:
+    """A random part of a temporary name, so that no one can plant anything at it beforehand."""
+    return secrets.token_hex(4)
+
+
+def _listing(paths: list[str]) -> str:
+    """The first few paths, quoted, and how many more."""
+    shown = ", ".join(quote(p) for p in paths[:SHOWN_CHANGED])
+    more = len(paths) - SHOWN_CHANGED
+    return shown + (f" and {more:,} more" if more > 0 else "")
+
+
 class OutputFolder:
     """A build folder: checked when made, reserved by :meth:`__enter__`, written by :meth:`write`.
 
@@ -80,14 +105,25 @@ class OutputFolder:
     out : path
         The folder to write.
     force : bool
-        Replace ``out`` if it is an earlier build folder of topo's.
+        Replace ``out`` if it is an earlier folder of topo's written by ``command``.
     inputs : paths
-        Files and folders the build reads; ``out`` may not hold any of them.
+        Files and folders the command reads; ``out`` may not hold any of them.
+    command : str
+        The command writing the folder (``build``, ``report``, ``sweep``): it replaces only a
+        folder whose stamp names the same command.
+    discard_edits : bool
+        With ``force``, replace the folder even when files in it were changed since topo wrote them.
     """
 
-    def __init__(self, out: str | Path, force: bool = False, inputs: Iterable[str | Path] = ()) -> None:
+    def __init__(self, out: str | Path, force: bool = False, inputs: Iterable[str | Path] = (),
+                 command: str = "build", discard_edits: bool = False) -> None:
+        assert command in KINDS, command
         self.given = Path(out)
         self.force = force
+        self.command = command
+        self.discard_edits = discard_edits
+        #: a key of each file of the folder to replace found unchanged (see changed_files)
+        self._seen: dict[str, tuple[int, int, int, int]] = {}
         self.out, self.state = self._check(Path(out), force, [Path(p) for p in inputs if p is not None])
         self.tmp: Path | None = None
         self._lock: int | None = None
@@ -120,8 +156,8 @@ class OutputFolder:
             raise OutputError(f"output {shown} is the home folder; write the design to a folder of its own with -o")
         for path in inputs:
             if _inside(Path(os.path.realpath(path)), real):
-                raise OutputError(f"output {shown} holds {path}, an input of this build, which writing the "
-                                  f"folder would delete; write to another folder (e.g. {shown}-new)")
+                raise OutputError(f"output {shown} holds {path}, an input of this {self.command}, which writing "
+                                  f"the folder would delete; write to another folder (e.g. {shown}-new)")
         if not exists:
             return real, "absent"
         if os.path.ismount(real):  # a rename can neither replace nor fill it
@@ -135,33 +171,48 @@ class OutputFolder:
         if not force:
             raise OutputError(f"output folder {shown} exists and is not empty; use --force to replace it, "
                               f"or -o to write elsewhere")
-        self._check_replaceable(real, shown)
+        self._seen = self._check_replaceable(real, shown)
         return real, "build"
 
-    @staticmethod
-    def _check_replaceable(folder: Path, shown: Path) -> None:
-        """OutputError unless ``folder`` holds exactly what its build stamp lists."""
+    def _check_replaceable(self, folder: Path, shown: Path, seen: Mapping[str, tuple[int, int, int, int]] | None = None
+                           ) -> dict[str, tuple[int, int, int, int]]:
+        """OutputError unless ``folder`` is a folder of this command's that holds exactly what its
+        stamp lists, each file as topo wrote it (unless :attr:`discard_edits`); returns a key of
+        each file found unchanged (files whose key is in ``seen`` are not read again)."""
         try:
-            listed = read_manifest(folder)
+            stamp = read_stamp(folder)
         except NotABuild as exc:
-            raise OutputError(f"--force replaces only a build folder of topo's: {exc}; move it away or "
+            raise OutputError(f"--force replaces only a {self.command} folder of topo's: {exc}; move it away or "
                               f"write elsewhere") from None
-        foreign = foreign_entries(folder, listed)
+        if stamp.command != self.command:
+            raise OutputError(f"output {shown} is {kind_name(stamp.command)}, and topo {self.command} --force "
+                              f"replaces only {KINDS[self.command]}; write elsewhere with -o")
+        foreign = foreign_entries(folder, stamp.files)
         if foreign:
             more = f" and {len(foreign) - 1:,} more" if len(foreign) > 1 else ""
             raise OutputError(f"--force replaces only what topo wrote: {shown} also holds {quote(foreign[0])}{more}, "
                               f"which topo did not write; move it out first")
+        if self.discard_edits:
+            return {}
+        changed, unchanged = changed_files(folder, stamp, seen)
+        if changed:
+            raise OutputError(f"--force replaces only what topo wrote unchanged: in {shown}, {_listing(changed)} "
+                              f"changed since topo wrote {'it' if len(changed) == 1 else 'them'}; give "
+                              f"--discard-edits as well to lose the changes, or copy them out first")
+        return unchanged
 
     def __enter__(self) -> "OutputFolder":
         parent = self.out.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.tmp = parent / f".{self.out.name}.tmp-{time.time_ns():020d}-{os.getpid()}"
+            # a name no one can plant anything at beforehand; mkdir fails on whatever is there
+            self.tmp = parent / f".{self.out.name}.tmp-{time.time_ns():020d}-{os.getpid()}-{_token()}"
             os.mkdir(self.tmp, 0o755)
             if fcntl is not None:
                 # a POSIX record lock: held by this process only, not by the processes it forks (the
                 # config workers), so it ends with this process however that ends
-                self._lock = os.open(self.tmp / LOCK, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+                self._lock = os.open(self.tmp / LOCK, os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_RDWR
+                                     | os.O_CLOEXEC, 0o600)
                 fcntl.lockf(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             self._cleanup()
@@ -175,15 +226,20 @@ class OutputFolder:
         return self
 
     def _tidy_siblings(self) -> None:
-        """Remove what dead builds left beside the folder; stop if an earlier build is writing it."""
+        """Remove what dead builds left beside the folder; stop if an earlier build is writing it.
+
+        Only a folder topo can prove it made is removed: a temporary folder with topo's lock file
+        that no process holds (its build died), or a folder set aside by a replacement (or left by
+        an earlier topo) that is older than :data:`LEGACY_AGE_S` and whole and unedited as its
+        stamp lists it. A folder of such a name without that proof is the user's, and stays."""
         assert self.tmp is not None
         prefix = f".{self.out.name}."
-        ours = re.compile(re.escape(prefix) + r"tmp-(\d{20})-(\d+)$")
-        legacy = re.compile(re.escape(prefix) + r"(tmp|old)-[A-Za-z0-9_]{8}$")
+        ours = re.compile(re.escape(prefix) + r"tmp-(\d{20})-(\d+)(-[0-9a-f]{8})?$")
+        aside = re.compile(re.escape(prefix) + r"(old-\d{20}-\d+(-[0-9a-f]{8})?|(tmp|old)-[A-Za-z0-9_]{8})$")
         for entry in os.scandir(self.out.parent):
             if not entry.name.startswith(prefix) or entry.path == str(self.tmp) or entry.is_symlink():
                 continue
-            if not entry.is_dir():
+            if not entry.is_dir(follow_symlinks=False):
                 continue
             match = ours.match(entry.name)
             if match:
@@ -193,12 +249,12 @@ class OutputFolder:
                                       f"wait for it to finish, or write elsewhere with -o")
                 if state == "free":
                     shutil.rmtree(entry.path, ignore_errors=True)
-            elif legacy.match(entry.name):
+            elif aside.match(entry.name):
                 try:
-                    old = time.time() - entry.stat().st_mtime > LEGACY_AGE_S
+                    old = time.time() - entry.stat(follow_symlinks=False).st_mtime > LEGACY_AGE_S
                 except OSError:
                     old = False
-                if old:
+                if old and _whole_and_unedited(Path(entry.path)):
                     shutil.rmtree(entry.path, ignore_errors=True)
 
     # --- the files -------------------------------------------------------------------------------
@@ -258,15 +314,15 @@ class OutputFolder:
         tmp, out = self.tmp, self.out
         if _rename(tmp, out, _RENAME_EXCHANGE):
             try:
-                self._check_replaceable(tmp, self.given)  # tmp now holds what was at out
+                self._check_replaceable(tmp, self.given, self._seen)  # tmp now holds what was at out
             except OutputError as exc:
                 _rename(tmp, out, _RENAME_EXCHANGE)
                 raise OutputError(f"output {self.given} changed while topo was building, so nothing was "
                                   f"replaced ({exc.message})") from None
             shutil.rmtree(tmp, ignore_errors=True)
             return
-        self._check_replaceable(out, self.given)
-        old = out.parent / f".{out.name}.old-{time.time_ns():020d}-{os.getpid()}"
+        self._check_replaceable(out, self.given, self._seen)
+        old = out.parent / f".{out.name}.old-{time.time_ns():020d}-{os.getpid()}-{_token()}"
         os.rename(out, old)
         try:
             os.rename(tmp, out)
@@ -292,15 +348,27 @@ class OutputFolder:
             self._lock = None
 
 
+def _whole_and_unedited(folder: Path) -> bool:
+    """Whether ``folder`` holds exactly what its stamp lists, every file as topo wrote it."""
+    try:
+        stamp = read_stamp(folder)
+        return not foreign_entries(folder, stamp.files) and not changed_files(folder, stamp)[0]
+    except (NotABuild, OSError):
+        return False
+
+
 def _lock_state(lock: Path) -> str:
-    """"held" by a running build, "free" (its build died), or "none" (no lock file)."""
+    """"held" by a running build, "free" (its build died), or "none" (no lock file: not a
+    regular file of that name, never followed through a link)."""
     if fcntl is None:
         return "none"
     try:
-        fd = os.open(lock, os.O_RDWR)
+        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return "none"
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "none"
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return "held"
@@ -341,8 +409,102 @@ def write_file(root: str | Path, rel: str, data: bytes, made: set[str], shown: s
 
 
 def write_tree(out: str | Path, files: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]],
-               force: bool = False, inputs: Iterable[str | Path] = ()) -> int:
+               force: bool = False, inputs: Iterable[str | Path] = (), command: str = "build",
+               discard_edits: bool = False) -> int:
     """Write ``files`` as the folder ``out``, atomically (see :class:`OutputFolder`); returns how
     many files were written."""
-    with OutputFolder(out, force, inputs) as folder:
+    with OutputFolder(out, force, inputs, command, discard_edits) as folder:
         return folder.write(files)
+
+
+def check_output_file(path: str | Path, force: bool, inputs: Iterable[str | Path] = (),
+                      shown: str = "--output") -> None:
+    """OutputError, before any work, when the file ``path`` may not be written: it exists (a file,
+    or a link, even a dangling one) and ``force`` is not given, it is a folder, or it is (or is
+    inside, or links to) an input of the command. A link at ``path`` is replaced by the file, never
+    written through."""
+    path = Path(path)
+    name = f"{shown} {path}"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"{name}: {exc.strerror or exc}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{name}: is a folder; give a file name")
+    if st is not None and not force:
+        raise OutputError(f"{name}: exists; give --force to replace it")
+    written = Path(os.path.realpath(path.parent)) / path.name  # what the rename replaces
+    targets = {written, Path(os.path.realpath(path))}
+    given_inputs = [(p, Path(os.path.realpath(p))) for p in inputs if p is not None]
+    for given, real in sorted(given_inputs, key=lambda pair: pair[1] not in targets):  # the file itself first
+        if any(_inside(target, real) for target in targets):
+            where = "" if real in targets else "inside "
+            raise OutputError(f"{name}: is {where}{given}, an input of this command, which writing it would "
+                              f"replace; write to another file")
+
+
+def write_output_file(path: str | Path, data: bytes, force: bool, inputs: Iterable[str | Path] = (),
+                      shown: str = "--output") -> None:
+    """Write one file whole or not at all, replacing nothing of the user's.
+
+    The bytes go to a temporary file beside ``path`` made by :func:`tempfile.mkstemp` (a random
+    name, created with ``O_EXCL``: a link planted there is never followed), then renamed to
+    ``path``: without ``force`` only when nothing is there (``RENAME_NOREPLACE``, or a hard link,
+    which never replaces); with ``force`` replacing what is there, a symbolic link itself and not
+    the file it points to. The checks of :func:`check_output_file` are made first."""
+    path = Path(path)
+    check_output_file(path, force, inputs, shown)
+    parent = path.parent
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(f"{shown} {path}: cannot write it ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # as open() would make it, not mkstemp's 0600
+            os.fsync(f.fileno())
+        if force:
+            os.replace(tmp, path)
+        elif not _rename(Path(tmp), path, _RENAME_NOREPLACE):
+            _link_or_rename(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if exc.errno == errno.EEXIST:
+            raise OutputError(f"{shown} {path}: was written by someone else meanwhile; nothing was "
+                              f"replaced (give --force to replace it)") from None
+        raise OutputError(f"{shown} {path}: cannot write it ({exc.strerror or exc})") from None
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _link_or_rename(tmp: str, path: Path) -> None:
+    """Put ``tmp`` at ``path`` only if nothing is there: a hard link (which fails on whatever is
+    there, a link too) or, on a file system without hard links, a check and a rename."""
+    try:
+        os.link(tmp, path, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+        os.rename(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
