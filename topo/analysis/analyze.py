@@ -29,7 +29,7 @@ from .congestion import CC_MODES, Rates, solve_rates
 from .ecmp import EcmpWidth, ecmp_width
 from .faults import Faults, apply_faults, no_faults, plane_names
 from .hops import HopCounts, hop_counts
-from .routing import HASH_FIELDS, PortTables, Routes, flow_entropy, port_tables, route
+from .routing import HASH_FIELDS, PortTables, Routes, _dst_ranks, flow_entropy, port_tables, route
 from .updown import updown
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -551,10 +551,12 @@ def base_of(fabric, options, faults, ud, tables, routing, conns: Connections, pc
     # every flow's draws come from its place among all the pattern's connections, whichever of
     # them are routed at once: a fabric with a part lost routes the same flows with the same draws
     turns = rank_within(np.repeat(conns.src_nic, q)) % 2 if fabric.plan.homes == 2 else None
+    ranks = _dst_ranks(conns.dst_nic) if options.hash_field == "qpn" else None
 
     def route_some(keep: np.ndarray | slice, seed: int) -> Routes:
         rows = keep if isinstance(keep, slice) else np.repeat(np.asarray(keep, dtype=bool), q)
-        entropy = flow_entropy(conns.dst_nic, q, options.hash_field, seed)[rows]
+        flows = None if isinstance(keep, slice) else np.flatnonzero(keep)
+        entropy = flow_entropy(conns.dst_nic, q, options.hash_field, seed, flows, ranks)
         return route(fabric, conns.src_nic[keep], conns.dst_nic[keep], qps=q, mode=routing, hash_seed=seed,
                      faults=faults, ud=ud, hash_field=options.hash_field, polarized=options.hash_polarized,
                      tables=tables, entropy=entropy, bond_turn=None if turns is None else turns[rows])

@@ -100,6 +100,11 @@ def queue_pair_numbers(dst_nic: np.ndarray, qps: int, seed: int = 0) -> np.ndarr
     [1, 2, 3]
     """
     dst = np.asarray(dst_nic, dtype=np.int64).ravel()
+    return _qpns(dst, _dst_ranks(dst), qps, seed)
+
+
+def _dst_ranks(dst: np.ndarray) -> np.ndarray:
+    """For each connection, the earlier connections to the same NIC (uint64)."""
     order = _stable_order(dst)
     ranked = dst[order]
     starts = np.ones(dst.size, dtype=bool)
@@ -107,6 +112,11 @@ def queue_pair_numbers(dst_nic: np.ndarray, qps: int, seed: int = 0) -> np.ndarr
     first = np.maximum.accumulate(np.where(starts, np.arange(dst.size), 0))
     rank = np.empty(dst.size, dtype=np.uint64)
     rank[order] = (np.arange(dst.size) - first).astype(np.uint64)  # earlier connections to that NIC
+    return rank
+
+
+def _qpns(dst: np.ndarray, rank: np.ndarray, qps: int, seed: int) -> np.ndarray:
+    """QP numbers of connections to ``dst`` with ``rank`` earlier ones to the same NIC."""
     base = mix64(dst.astype(np.uint64) ^ _U64(0x51F15EED) ^ _seed_word(seed, 2))
     with np.errstate(over="ignore"):
         qpn = base[:, None] + rank[:, None] * _U64(qps) + np.arange(qps, dtype=np.uint64)[None, :]
@@ -283,18 +293,29 @@ LEAF_UP, SPINE_UP, CORE_DOWN, SPINE_DOWN = range(4)
 _STAGE_TIER = np.array([1, 2, 3, 2])
 
 
-def flow_entropy(dst_nic: np.ndarray, qps: int, hash_field: str = "sport", seed: int = 0) -> np.ndarray:
+def flow_entropy(dst_nic: np.ndarray, qps: int, hash_field: str = "sport", seed: int = 0,
+                 flows: np.ndarray | None = None, ranks: np.ndarray | None = None) -> np.ndarray:
     """The per-queue-pair header field the ECMP hash takes besides the addresses, for every queue
-    pair of every flow (flow-major): the UDP source port (``sport``, drawn per flow position and
-    queue pair) or the destination QP number (``qpn``). ``dst_nic`` has one entry per flow.
+    pair of the flows ``flows`` (positions in ``dst_nic``; all by default), flow-major: the UDP
+    source port (``sport``, drawn per flow position and queue pair) or the destination QP number
+    (``qpn``, which follows the earlier flows to the same NIC in the whole list: ``ranks``, its
+    :func:`_dst_ranks`, when the caller keeps them). ``dst_nic`` has one entry per flow.
 
     A flow's draw depends on its position in ``dst_nic`` and on ``seed``, not on which other flows
-    are routed with it: route a subset with the rows of the whole list's draws (``entropy`` of
-    :func:`route`), and a flow keeps its draw whatever else changes."""
+    are routed with it: route a subset with its own draws (``entropy`` of :func:`route`), and a
+    flow keeps its draw whatever else changes.
+
+    >>> dst = np.array([5, 7, 5, 9])
+    >>> whole = flow_entropy(dst, 2, "qpn", seed=3)
+    >>> (flow_entropy(dst, 2, "qpn", seed=3, flows=np.array([2, 3])) == whole[4:]).all()
+    np.True_
+    """
     dst_nic = np.asarray(dst_nic, dtype=np.int64).ravel()
+    flows = np.arange(dst_nic.size) if flows is None else np.asarray(flows, dtype=np.int64)
     if hash_field == "sport":
-        return udp_source_ports(np.arange(dst_nic.size), qps, seed)
-    return queue_pair_numbers(dst_nic, qps, seed)
+        return udp_source_ports(flows, qps, seed)
+    ranks = _dst_ranks(dst_nic) if ranks is None else ranks
+    return _qpns(dst_nic[flows], ranks[flows], qps, seed)
 
 
 def _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy=None):
