@@ -523,6 +523,37 @@ def test_the_design_review_what_ifs_stop_at_once(tmp_path, sig, status, message,
     assert all(_gone(c) for c in children), "a process of the build outlived it"
 
 
+def test_work_apart_returns_its_result_raises_its_error_and_reports_its_death():
+    """The what-ifs' child process (topo.outputs.apart): progress and the result come back, an
+    error of the work is raised here as itself, and a child that dies is one TopoError."""
+    from topo.errors import AnalysisError, TopoError
+    from topo.outputs.apart import run_apart
+
+    seen = []
+
+    def work(report):
+        report(1)
+        report(2)
+        return {"pid": os.getpid()}
+
+    result = run_apart(work, seen.append, "the test's work")
+    assert seen == [1, 2] and result["pid"] != os.getpid()
+
+    def fails(report):
+        raise AnalysisError(["--fail x: no switch or server named 'x'"])
+
+    with pytest.raises(AnalysisError) as exc:
+        run_apart(fails, None, "the test's work")
+    assert exc.value.lines == ["--fail x: no switch or server named 'x'"]
+
+    def dies(report):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(TopoError, match=r"the process computing the what-ifs ended without its result "
+                                        r"\(signal 9: killed, or out of memory\); nothing was written"):
+        run_apart(dies, None, "the what-ifs")
+
+
 # --- bounded input --------------------------------------------------------------------------------
 
 
