@@ -445,6 +445,115 @@ def test_an_interrupted_build_ends_cleanly(tmp_path, attempt, sig, status, messa
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder, no temporary folder
 
 
+#: ``python -c`` that runs topo with every what-if part's max-flow first spending SECONDS inside one
+#: call into compiled code (a SHA-256 key derivation), as a large fabric's max-flow does: Python
+#: runs no signal handler until such a call returns.
+_SLOW_PARTS = """
+import hashlib, sys, time
+import topo.analysis.analyze as analyze
+start = time.perf_counter(); hashlib.pbkdf2_hmac("sha256", b"topo", b"salt", 20000)
+rounds = int(20000 * float(sys.argv.pop(1)) / max(time.perf_counter() - start, 1e-6))
+real = analyze.bisection
+def bisection(*args, **kwargs):
+    hashlib.pbkdf2_hmac("sha256", b"topo", b"salt", rounds)
+    return real(*args, **kwargs)
+analyze.bisection = bisection
+from topo.cli import entry
+entry()
+"""
+
+
+def _children(pid: int) -> set[int]:
+    """The processes ``pid`` has started that are still its children."""
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out |= {int(c) for c in (task / "children").read_text().split()}
+        except OSError:
+            pass
+    return out
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("sig, status, message, stage", [(signal.SIGINT, 130, "Error: interrupted", "interrupted"),
+                                                         (signal.SIGTERM, 143, "Error: terminated", "terminated")])
+def test_the_design_review_what_ifs_stop_at_once(tmp_path, sig, status, message, stage):
+    """Ctrl-C or SIGTERM while the what-ifs run, each part inside a 3-second call into compiled
+    code: the build ends in well under a second, says it was interrupted, leaves no folder and no
+    process (the what-ifs run in a child that is killed at once)."""
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_PARTS, "3", "build", "--gpus", "1024", "--no-configs",
+                             "-o", "out"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=_default_sigint)
+    lines = []
+    while not any("parts failed one at a time" in line for line in lines):  # the first part is done
+        line = proc.stderr.readline()
+        if not line:
+            proc.kill()
+            raise AssertionError("the build never reached its what-ifs: " + "".join(lines))
+        lines.append(line)
+    time.sleep(0.5)  # well inside the next part's 3-second call
+    children = _children(proc.pid)
+    start = time.perf_counter()
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the interrupted build did not end within 30 s")
+    took = time.perf_counter() - start
+    err = "".join(lines) + err
+    assert proc.returncode == status, err
+    assert took < 1.0, f"the build took {took:.2f} s to stop"
+    assert "Traceback" not in err
+    assert f"topo: what-ifs for the design review {stage}\n" in err, err
+    assert "review failed" not in err, err
+    assert err.rstrip().splitlines()[-1] == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder, no temporary folder
+    deadline = time.time() + 5
+    while not all(_gone(c) for c in children) and time.time() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(c) for c in children), "a process of the build outlived it"
+
+
+def test_work_apart_returns_its_result_raises_its_error_and_reports_its_death():
+    """The what-ifs' child process (topo.outputs.apart): progress and the result come back, an
+    error of the work is raised here as itself, and a child that dies is one TopoError."""
+    from topo.errors import AnalysisError, TopoError
+    from topo.outputs.apart import run_apart
+
+    seen = []
+
+    def work(report):
+        report(1)
+        report(2)
+        return {"pid": os.getpid()}
+
+    result = run_apart(work, seen.append, "the test's work")
+    assert seen == [1, 2] and result["pid"] != os.getpid()
+
+    def fails(report):
+        raise AnalysisError(["--fail x: no switch or server named 'x'"])
+
+    with pytest.raises(AnalysisError) as exc:
+        run_apart(fails, None, "the test's work")
+    assert exc.value.lines == ["--fail x: no switch or server named 'x'"]
+
+    def dies(report):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(TopoError, match=r"the process computing the what-ifs ended without its result "
+                                        r"\(signal 9: killed, or out of memory\); nothing was written"):
+        run_apart(dies, None, "the what-ifs")
+
+
 # --- bounded input --------------------------------------------------------------------------------
 
 

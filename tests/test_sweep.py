@@ -255,3 +255,35 @@ def test_a_rows_spec_rebuilds_its_design(tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["switches"]["total"] == row["switches"] and summary["cabling"]["cost"]["total"] == row["cost"]
+
+
+def test_failure_trials_never_beat_the_intact_design(monkeypatch):
+    """Each trial of the Monte Carlo is analysed on the intact analysis' hash draws and bounded by
+    it: no trial's busbw (median, 5th percentile) or bisection is above the design's."""
+    import topo.analysis.analyze as analyze_module
+    from topo import load_spec
+    from topo.analysis.analyze import AnalysisOptions
+    from topo.outputs.sweep import Task, busbw_column, evaluate
+
+    seen = []
+    real = analyze_module.analyze_faulted
+
+    def recording(*args, **kwargs):
+        result = real(*args, **kwargs)
+        seen.append((kwargs.get("intact"), result))
+        return result
+
+    monkeypatch.setattr(analyze_module, "analyze_faulted", recording)
+    spec = load_spec({"gpus": 256, "placement": "rack", "oversubscription": 3})
+    big = 8 << 30
+    task = Task(1, (), spec, AnalysisOptions(order="random", qps=2), (1 << 20, big), fail_random=0.1, trials=5,
+                key="k", fault_key="k")
+    row = evaluate(task)
+    assert len(seen) == 5 and all(intact is not None for intact, _ in seen)
+    intact = seen[0][0]
+    top = next(r for r in intact.allreduce.rows if r["size_bytes"] == big)
+    for _, trial in seen:
+        (one,) = trial.allreduce.rows
+        assert one["busbw_GBps"] <= top["busbw_GBps"] and one["busbw_p5_GBps"] <= top["busbw_p5_GBps"]
+        assert trial.bisection.maxflow_gbps <= intact.bisection.maxflow_gbps
+    assert row["busbw_worst_GBps"] <= row["busbw_median_GBps"] <= row[busbw_column(big)]

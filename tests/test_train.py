@@ -426,3 +426,25 @@ def test_the_report_takes_a_result_and_refuses_anything_else(tmp_path):
     bad.write_text(json.dumps(data))
     r = CliRunner().invoke(main, ["report", str(spec), "--train", str(bad), "-o", str(tmp_path / "r3"), "-q"])
     assert r.exit_code == 1 and "no breakdown.optimizer_s" in r.stderr and not (tmp_path / "r3").exists()
+
+
+@pytest.mark.parametrize("spec", [{"gpus": 512, "placement": "rack"}, {"gpus": 512, "oversubscription": 3},
+                                  {"gpus": 512, "placement": "rack", "oversubscription": 3}])
+def test_no_lost_part_shortens_a_step(spec):
+    """Every collective of a step with a part lost is priced on the hash draws of the fabric
+    without it and is never quicker there; a second loss on top of a first is bounded by the first
+    (``topo train --what-if``'s failed spine against the user's own failures)."""
+    w = workload_from({"model": "deepseek-v3", "gpu": "h100", "pp": 1, "ep": 64, "global_batch": 512,
+                       "recompute": "full", "overlap": "dp"})
+    fabric = build_fabric(load_spec(spec))
+    options = AnalysisOptions(qps=2)
+    base = train_step(fabric, w, options).step_time_s
+    spines = [fabric.names[i] for i in range(fabric.first(2), fabric.first(2) + 3)]
+    links = [f"{fabric.names[fabric.first(1) + i]}:{fabric.links.lo_port[fabric.links.kind == 1].min()}"
+             for i in (0, 5)]
+    for part in spines + links:
+        assert train_step(fabric, w, replace(options, fail=(part,))).step_time_s >= base, part
+    first = replace(options, fail=(spines[0],))
+    once = train_step(fabric, w, first).step_time_s
+    twice = train_step(fabric, w, replace(first, fail=(spines[0], spines[1])), baseline=first).step_time_s
+    assert twice >= once >= base

@@ -82,8 +82,11 @@ class Progress:
         self.open_line = True
         try:
             yield
-        except BaseException:
-            self._echo(" failed" if self.open_line else f"topo: {what} failed")
+        except BaseException as exc:
+            # Ctrl-C and SIGTERM say so; only an error "failed" (its Error: line follows)
+            how = ("terminated" if isinstance(exc, _Terminated) else "interrupted") \
+                if isinstance(exc, KeyboardInterrupt) else "failed"
+            self._echo(f" {how}" if self.open_line else f"topo: {what} {how}")
             self.open_line = False
             raise
         elapsed = f"{time.perf_counter() - start:.2f} s"
@@ -764,7 +767,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
             switches = len(fabric.names) - fabric.plan.nodes
             warnings = caveats(fabric, analysis, cabling, server, configs=not no_configs)
             with progress.stage("what-ifs for the design review") if parts else nullcontext():
-                reviewed = review(fabric, summary, cabling, analysis, warnings, server, base_dir=base_dir,
+                reviewed = review(fabric, summary, cabling, analysis, warnings, server, base_dir=base_dir, apart=True,
                                   progress=progress.counter(f"{parts} parts failed one at a time", parts)
                                   if parts else None)
             files = build_files(
@@ -1005,7 +1008,7 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
                 parts = what_if_parts(fabric)
                 with progress.stage(f"{label}: what-ifs"):
                     reviews.append(review(fabric, summary, cabling, analysis, warnings, server, label=label,
-                                          base_dir=spec_file.parent, source=str(design),
+                                          base_dir=spec_file.parent, source=str(design), apart=True,
                                           progress=progress.counter(f"{parts} parts failed one at a time", parts)))
             with progress.stage(f"writing {out}/"):
                 count = folder.write(with_manifest(report_files(reviews, templates, in_build=False,
@@ -1732,5 +1735,22 @@ def _catalog_table(data: dict[str, Any]) -> str:
                            gpus))
 
 
+def entry() -> None:
+    """The ``topo`` program: :func:`main`; after Ctrl-C or SIGTERM, once the command has cleaned
+    up and said so, the process ends without the interpreter's teardown of its modules (half a
+    second with numpy, scipy and networkx loaded), so that the prompt is back at once."""
+    try:
+        main()
+    except SystemExit as exc:
+        if exc.code in (EXIT_INTERRUPTED, 128 + signal.SIGTERM):
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(int(exc.code))
+        raise
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import AnalysisError
-from ..fabric import Fabric
+from ..fabric import Fabric, rank_within
 from .bisection import Bisection, bisection
 from ..fabric import is_ethernet
 from ..servers import NodeModel, resolve_server
@@ -29,7 +29,7 @@ from .congestion import CC_MODES, Rates, solve_rates
 from .ecmp import EcmpWidth, ecmp_width
 from .faults import Faults, apply_faults, no_faults, plane_names
 from .hops import HopCounts, hop_counts
-from .routing import HASH_FIELDS, PortTables, Routes, port_tables, route
+from .routing import HASH_FIELDS, PortTables, Routes, _dst_ranks, flow_entropy, port_tables, route
 from .updown import updown
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -126,6 +126,10 @@ class AllReduce:
     connection_gbps: np.ndarray = field(repr=False)
     rows: tuple[dict[str, Any], ...]
     details: dict[str, Any]
+    #: busbw (GB/s) of every hash sample (rows) at every size of ``options.sizes`` (columns)
+    sample_busbw: np.ndarray | None = field(default=None, repr=False)
+    #: hash samples taken of each pattern ("ring", "tree"), for another fabric to take the same draws
+    draws: dict[str, int] = field(default_factory=dict, repr=False)
 
     def to_rows(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self.rows]
@@ -264,7 +268,8 @@ class _Pattern:
 
 def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
               node: NodeModel | None = None, rows_only: bool = False,
-              nic_map: np.ndarray | None = None, tables: "PortTables | None" = None) -> AllReduce:
+              nic_map: np.ndarray | None = None, tables: "PortTables | None" = None,
+              baseline: AllReduce | None = None) -> AllReduce:
     """Route, rate and time the job's all-reduce for every message size, as NCCL would run it.
 
     NCCL's tuner picks the algorithm and protocol per size from the ideal graphs (it knows the
@@ -278,6 +283,11 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     NIC ``nic_map[G, i, j]``, and ``node`` describes one node's share of a group (its GPUs and
     NICs). All groups are routed and rated together; the rows are those of one group. Every NIC
     of the groups must have a live link (a job whose NIC has none stops).
+
+    ``baseline`` is the same job's all-reduce on the intact fabric (``faults`` being a part or
+    more lost): this one then takes the same hash draws (as many samples of each pattern, the
+    same seeds, each flow its own header entropy) and no sample's busbw at a size exceeds the
+    baseline's on the same draw (:func:`cap_at_baseline`), so that a loss never shows as a gain.
     """
     spec = fabric.spec
     options = options.for_fabric(fabric)
@@ -367,7 +377,8 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     if bases and not any(uses[name] for name in bases):
         uses["ring" if "ring" in bases else "tree"] = True  # CollNet or NVLS: the details show one
     for name, base in bases.items():
-        patterns[name] = sample_pattern(base, options, routing, uses[name])
+        draws = baseline.draws.get(name) if baseline is not None else None
+        patterns[name] = sample_pattern(base, options, routing, uses[name], draws)
     samples = max((p.slowest_gbps.size for p in patterns.values()), default=1)
     times = np.empty((samples, sizes.size))
     limits = np.empty(samples)
@@ -383,6 +394,8 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
     with np.errstate(divide="ignore"):
         algbw = np.where(np.isfinite(times), sizes[None, :] / (times * 1e-6) / 1e9, 0.0)
     busbw = bus_bandwidth(algbw, ranks)
+    if baseline is not None:
+        busbw, times = cap_at_baseline(busbw, times, sizes, ranks, baseline)
     mid_time = np.median(times, axis=0) if samples > 1 else times[0]
     rows = []
     median_model = achieved_models[_median_index(limits)]
@@ -401,11 +414,60 @@ def allreduce(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud=None,
             "latency_us": round(float(median_model.latency[algo[i], proto[i]]), 3),
             "tuner_time_s": float(f"{float(tuner_us[i]) * 1e-6:.6g}"),
         })
+    if baseline is not None:  # the median of fewer or more draws than the baseline's: bounded all the same
+        _cap_rows(rows, baseline, ranks)
+    draws = {name: int(p.slowest_gbps.size) for name, p in patterns.items()}
     if rows_only:  # the rows, and which nodes the restarted job leaves out
         return AllReduce(options, ranks, n, None, None, None, np.zeros(0), tuple(rows),  # type: ignore[arg-type]
-                         {"stopped": stopped, "nodes": n})
-    return _result(fabric, options, faults, order, node, layout, routing, patterns, rows,
-                   limits, ranks, algo, stopped, nic_usable, hops, stages_at, at, tables)
+                         {"stopped": stopped, "nodes": n}, busbw, draws)
+    return replace(_result(fabric, options, faults, order, node, layout, routing, patterns, rows,
+                           limits, ranks, algo, stopped, nic_usable, hops, stages_at, at, tables),
+                   sample_busbw=busbw, draws=draws)
+
+
+def cap_at_baseline(busbw: np.ndarray, times: np.ndarray, sizes: np.ndarray, ranks: int,
+                    baseline: AllReduce) -> tuple[np.ndarray, np.ndarray]:
+    """Per hash sample and size, the busbw with a part lost capped at the intact fabric's on the
+    same draw, and the times that go with it.
+
+    Both fabrics are routed with the same draws, so a flow whose path survives keeps it and the
+    loss only adds load elsewhere; what could still come out higher is not the loss's doing: a
+    rehash that happens to move flows off an unlucky collision of the intact draw, or a restarted
+    job that is smaller (nodes left out). The intact fabric could carry every flow as the failed
+    one does, so the figure of a loss is the failed fabric's or the intact one's, whichever is
+    lower. Sizes the baseline did not time, and samples beyond its draws, are left as they are
+    (:func:`_cap_rows` bounds their medians)."""
+    if baseline.sample_busbw is None or ranks < 2:
+        return busbw, times
+    column = {int(size): j for j, size in enumerate(baseline.options.sizes)}
+    base = baseline.sample_busbw
+    common = min(busbw.shape[0], base.shape[0])
+    busbw = busbw.copy()
+    for i, size in enumerate(sizes.tolist()):
+        j = column.get(int(size))
+        if j is not None:
+            busbw[:common, i] = np.minimum(busbw[:common, i], base[:common, j])
+    with np.errstate(divide="ignore"):
+        algbw = busbw * ranks / (2 * (ranks - 1))
+        times = np.where(algbw > 0, sizes[None, :] / (algbw * 1e9) * 1e6, np.inf)
+    return busbw, times
+
+
+def _cap_rows(rows: list[dict[str, Any]], baseline: AllReduce, ranks: int) -> None:
+    """Each row's busbw (median and 5th percentile) at most the baseline's at that size; the time
+    and algbw follow. Equal draws make this hold already (the per-sample cap); this holds it for
+    a job whose patterns drew a different number of samples."""
+    base = {row["size_bytes"]: row for row in baseline.rows}
+    for row in rows:
+        b = base.get(row["size_bytes"])
+        if b is None or ranks < 2:
+            continue
+        row["busbw_p5_GBps"] = min(row["busbw_p5_GBps"], b["busbw_p5_GBps"])
+        if row["busbw_GBps"] > b["busbw_GBps"]:
+            row["busbw_GBps"] = b["busbw_GBps"]
+            algbw = b["busbw_GBps"] * ranks / (2 * (ranks - 1))
+            row["algbw_GBps"] = _sig(algbw)
+            row["time_s"] = float(f"{row['size_bytes'] / (algbw * 1e9):.6g}") if algbw > 0 else None
 
 
 def _sig(value: float) -> float:
@@ -486,11 +548,18 @@ def _base_pattern(fabric, options, faults, ud, tables, routing, order, layout, p
 def base_of(fabric, options, faults, ud, tables, routing, conns: Connections, pcie_gbps: float) -> _Base:
     """Any connections (one flow of ``options.qps`` queue pairs each), routed once with the first hash seed."""
     q = options.qps
+    # every flow's draws come from its place among all the pattern's connections, whichever of
+    # them are routed at once: a fabric with a part lost routes the same flows with the same draws
+    turns = rank_within(np.repeat(conns.src_nic, q)) % 2 if fabric.plan.homes == 2 else None
+    ranks = _dst_ranks(conns.dst_nic) if options.hash_field == "qpn" else None
 
     def route_some(keep: np.ndarray | slice, seed: int) -> Routes:
+        rows = keep if isinstance(keep, slice) else np.repeat(np.asarray(keep, dtype=bool), q)
+        flows = None if isinstance(keep, slice) else np.flatnonzero(keep)
+        entropy = flow_entropy(conns.dst_nic, q, options.hash_field, seed, flows, ranks)
         return route(fabric, conns.src_nic[keep], conns.dst_nic[keep], qps=q, mode=routing, hash_seed=seed,
                      faults=faults, ud=ud, hash_field=options.hash_field, polarized=options.hash_polarized,
-                     tables=tables)
+                     tables=tables, entropy=entropy, bond_turn=None if turns is None else turns[rows])
 
     base = route_some(slice(None), options.hash_seed % 2**32)
     capacity = _capacity(base, fabric, pcie_gbps, options.link_efficiency)
@@ -502,12 +571,14 @@ def base_of(fabric, options, faults, ud, tables, routing, conns: Connections, pc
     return _Base(conns, route_some, base, capacity, max_hops, busiest, nic_cap / busiest, q)
 
 
-def sample_pattern(b: _Base, options: AnalysisOptions, routing: str, sample: bool) -> _Pattern:
+def sample_pattern(b: _Base, options: AnalysisOptions, routing: str, sample: bool,
+                   draws: int | None = None) -> _Pattern:
     """Rate a pattern over the hash samples (or over its first routing only, when not sampled).
 
     The connections that stay inside a leaf (or have no route) take the same path in every
     sample, so each sample re-routes only the hashed connections, with seed ``hash_seed + i``,
-    and adds their load to the fixed load of the others.
+    and adds their load to the fixed load of the others. ``draws`` (the intact fabric's count,
+    when this is a fabric with a part lost) sets the number of samples instead of the budget.
     """
     q = b.qps
     base, capacity = b.routes, b.capacity
@@ -515,8 +586,8 @@ def sample_pattern(b: _Base, options: AnalysisOptions, routing: str, sample: boo
     hashed_sub = np.repeat(hashed_conn, q)
     samples = 1
     if routing == "ecmp" and sample and hashed_conn.any():
-        samples = options.hash_samples or min(DEFAULT_HASH_SAMPLES,
-                                              max(MIN_AUTO_SAMPLES, HASH_BUDGET // int(hashed_sub.sum())))
+        samples = draws or options.hash_samples or min(DEFAULT_HASH_SAMPLES,
+                                                       max(MIN_AUTO_SAMPLES, HASH_BUDGET // int(hashed_sub.sum())))
     if samples == 1:
         slowest = np.array([q * _slowest_subflow(base, capacity, options.cc)])
         return _Pattern(b.conns, slowest, b.ideal_gbps, base, 0, b.max_switch_hops, b.busiest)
@@ -721,25 +792,29 @@ def analyze(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
     options.check()
     node = node or node_model_of(fabric)
     faults = apply_faults(fabric, options.fail, options.fail_random, options.seed)
-    result = _analyze(fabric, options, faults, node)
-    if faults.any:
-        intact = _analyze(fabric, options, no_faults(fabric), node)
-        result = Analysis(fabric, options, faults, result.hops, result.bisection, result.ecmp,
-                          result.allreduce, baseline=intact)
-    return result
+    if not faults.any:
+        return _analyze(fabric, options, faults, node)
+    # the intact fabric first: the faulted one takes its hash draws and is bounded by it
+    intact = _analyze(fabric, options, no_faults(fabric), node)
+    result = _analyze(fabric, options, faults, node, intact)
+    return Analysis(fabric, options, faults, result.hops, result.bisection, result.ecmp,
+                    result.allreduce, baseline=intact)
 
 
-def analyze_faulted(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: NodeModel | None = None
-                    ) -> Analysis:
+def analyze_faulted(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: NodeModel | None = None,
+                    intact: Analysis | None = None) -> Analysis:
     """Every analysis of ``fabric`` with ``faults`` applied, without the intact baseline that
-    :func:`analyze` adds (a Monte Carlo of many failure draws analyses the intact fabric once)."""
+    :func:`analyze` adds (a Monte Carlo of many failure draws analyses the intact fabric once and
+    passes it as ``intact``: each draw then takes its hash draws and is bounded by it)."""
     options = options.for_fabric(fabric)
     options.check()
-    return _analyze(fabric, options, faults, node or node_model_of(fabric))
+    return _analyze(fabric, options, faults, node or node_model_of(fabric), intact)
 
 
-def _analyze(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: NodeModel) -> Analysis:
+def _analyze(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: NodeModel,
+             intact: Analysis | None = None) -> Analysis:
     ud = updown(fabric, faults)
+    base = None if intact is None else intact.allreduce
     return Analysis(
         fabric=fabric,
         options=options,
@@ -747,7 +822,7 @@ def _analyze(fabric: Fabric, options: AnalysisOptions, faults: Faults, node: Nod
         hops=hop_counts(fabric, faults),
         bisection=bisection(fabric, faults, random_splits=options.random_splits, seed=options.seed),
         ecmp=ecmp_width(fabric, faults, seed=options.seed),
-        allreduce=allreduce(fabric, options, faults, ud, node),
+        allreduce=allreduce(fabric, options, faults, ud, node, baseline=base),
     )
 
 
@@ -779,9 +854,9 @@ class WhatIf:
     ``rows`` holds one entry per scenario of :data:`WHAT_IF_SCENARIOS` the fabric has: the parts
     failed (their ``--fail`` names, so any one can be analysed again), and for the bisection
     (max-flow) and the busbw at the largest message size the intact value and the least, median and
-    greatest value over the parts, with their change in per cent; ``nodes_left_out``, the most
-    nodes one part's loss leaves without a live NIC (the restarted job runs without them, so its
-    busbw is a smaller job's); ``stops_job``, whether losing some part of the kind cuts a NIC of
+    greatest value over the parts, with their change in per cent (never above the intact value:
+    see :func:`what_if`); ``nodes_left_out``, the most nodes one part's loss leaves without a live
+    NIC (the restarted job runs without them); ``stops_job``, whether losing some part of the kind cuts a NIC of
     the job off (NCCL stops the job; its busbw is then the restarted job's), which a dual-ToR NIC,
     bonded over two leaves, never is by one lost link or leaf. The busbw rests on ECMP hashing,
     so which part is lost matters; the spread is what a review reads.
@@ -830,10 +905,12 @@ def _parts(fabric: Fabric, what: tuple[str, int], samples: int) -> list[str]:
 
 
 def _spread(values: list[float], intact: float) -> dict[str, Any]:
+    """Least, median and greatest of the parts' figures, each at most the intact one (rounding
+    never takes one above it)."""
     arr = np.asarray(values, dtype=float)
     out: dict[str, Any] = {"intact": intact}
     for key, v in (("min", arr.min()), ("median", float(np.median(arr))), ("max", arr.max())):
-        out[key] = round(float(v), 3)
+        out[key] = min(round(float(v), 3), intact) + 0.0
         out[f"{key}_change_pct"] = round(100.0 * (float(v) - intact) / intact, 2) + 0.0 if intact else None
     return out
 
@@ -863,6 +940,13 @@ def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
     ``intact`` is the intact fabric's analysis when the caller has it (it is not run again);
     ``progress(done)`` is called after each part.
 
+    No figure of a part is above the intact one. The intact fabric is timed once more on the
+    what-ifs' draws (their hash samples, seeds and per-flow header entropy), and every part on the
+    same draws, capped draw by draw at the intact one (:func:`cap_at_baseline`); a part's busbw is
+    the intact busbw times the ratio of the two medians on those draws, so that it is measured
+    against the figure the analysis shows even where that took more samples. A bisection
+    (max-flow) of a fabric with a part lost is never above the intact one's either.
+
     Examples
     --------
     >>> from topo import build_fabric, load_spec
@@ -890,6 +974,11 @@ def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
     hash_samples = options.hash_samples or min(DEFAULT_HASH_SAMPLES, max(MIN_AUTO_SAMPLES, (HASH_BUDGET >> 3) // subflows))
     quick = replace(quick, algo=row["algorithm"] if options.algo == "auto" else options.algo,
                     hash_samples=hash_samples)
+    # the intact fabric on the draws every part takes (as many samples, the same seeds and flows),
+    # by which each part is capped and measured: its change is the ratio of the two on those draws
+    base = no_faults(fabric)
+    same = allreduce(fabric, quick, base, updown(fabric, base), node, rows_only=True)
+    same_bus = same.rows[-1]["busbw_GBps"]
     rows = []
     done = 0
     for key, label, what in WHAT_IF_SCENARIOS:
@@ -902,13 +991,15 @@ def what_if(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeMo
             bis.append(bisection(fabric, faults, random_splits=options.random_splits, seed=options.seed).maxflow_gbps)
             ud = updown(fabric, faults)
             try:
-                result = allreduce(fabric, quick, faults, ud, node, rows_only=True)
+                result = allreduce(fabric, quick, faults, ud, node, rows_only=True, baseline=same)
             except AnalysisError:
                 try:  # the intact algorithm is not available with the part lost: let the tuner pick
-                    result = allreduce(fabric, replace(quick, algo="auto"), faults, ud, node, rows_only=True)
+                    result = allreduce(fabric, replace(quick, algo="auto"), faults, ud, node, rows_only=True,
+                                       baseline=same)
                 except AnalysisError:  # no node left with a live NIC
                     result = None
-            bus.append(0.0 if result is None else result.rows[-1]["busbw_GBps"])
+            ratio = 0.0 if result is None or same_bus <= 0 else min(result.rows[-1]["busbw_GBps"] / same_bus, 1.0)
+            bus.append(float(intact_bus) * ratio)
             stopped = result.details.get("stopped") if result is not None else None
             lost.append(whole.nodes if result is None else len(stopped["nodes_without_nic"]) if stopped else 0)
             stops.append(result is None or stopped is not None)

@@ -100,6 +100,11 @@ def queue_pair_numbers(dst_nic: np.ndarray, qps: int, seed: int = 0) -> np.ndarr
     [1, 2, 3]
     """
     dst = np.asarray(dst_nic, dtype=np.int64).ravel()
+    return _qpns(dst, _dst_ranks(dst), qps, seed)
+
+
+def _dst_ranks(dst: np.ndarray) -> np.ndarray:
+    """For each connection, the earlier connections to the same NIC (uint64)."""
     order = _stable_order(dst)
     ranked = dst[order]
     starts = np.ones(dst.size, dtype=bool)
@@ -107,6 +112,11 @@ def queue_pair_numbers(dst_nic: np.ndarray, qps: int, seed: int = 0) -> np.ndarr
     first = np.maximum.accumulate(np.where(starts, np.arange(dst.size), 0))
     rank = np.empty(dst.size, dtype=np.uint64)
     rank[order] = (np.arange(dst.size) - first).astype(np.uint64)  # earlier connections to that NIC
+    return rank
+
+
+def _qpns(dst: np.ndarray, rank: np.ndarray, qps: int, seed: int) -> np.ndarray:
+    """QP numbers of connections to ``dst`` with ``rank`` earlier ones to the same NIC."""
     base = mix64(dst.astype(np.uint64) ^ _U64(0x51F15EED) ^ _seed_word(seed, 2))
     with np.errstate(over="ignore"):
         qpn = base[:, None] + rank[:, None] * _U64(qps) + np.arange(qps, dtype=np.uint64)[None, :]
@@ -283,14 +293,41 @@ LEAF_UP, SPINE_UP, CORE_DOWN, SPINE_DOWN = range(4)
 _STAGE_TIER = np.array([1, 2, 3, 2])
 
 
-def _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized):
+def flow_entropy(dst_nic: np.ndarray, qps: int, hash_field: str = "sport", seed: int = 0,
+                 flows: np.ndarray | None = None, ranks: np.ndarray | None = None) -> np.ndarray:
+    """The per-queue-pair header field the ECMP hash takes besides the addresses, for every queue
+    pair of the flows ``flows`` (positions in ``dst_nic``; all by default), flow-major: the UDP
+    source port (``sport``, drawn per flow position and queue pair) or the destination QP number
+    (``qpn``, which follows the earlier flows to the same NIC in the whole list: ``ranks``, its
+    :func:`_dst_ranks`, when the caller keeps them). ``dst_nic`` has one entry per flow.
+
+    A flow's draw depends on its position in ``dst_nic`` and on ``seed``, not on which other flows
+    are routed with it: route a subset with its own draws (``entropy`` of :func:`route`), and a
+    flow keeps its draw whatever else changes.
+
+    >>> dst = np.array([5, 7, 5, 9])
+    >>> whole = flow_entropy(dst, 2, "qpn", seed=3)
+    >>> (flow_entropy(dst, 2, "qpn", seed=3, flows=np.array([2, 3])) == whole[4:]).all()
+    np.True_
+    """
+    dst_nic = np.asarray(dst_nic, dtype=np.int64).ravel()
+    flows = np.arange(dst_nic.size) if flows is None else np.asarray(flows, dtype=np.int64)
+    if hash_field == "sport":
+        return udp_source_ports(flows, qps, seed)
+    ranks = _dst_ranks(dst_nic) if ranks is None else ranks
+    return _qpns(dst_nic[flows], ranks[flows], qps, seed)
+
+
+def _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy=None):
     """``hashes(rows, switch, stage)`` of ECMP: the header key of each sub-flow, salted per switch
-    (or per tier when ``polarized``)."""
+    (or per tier when ``polarized``). ``entropy``: the sub-flows' draws of :func:`flow_entropy`
+    (drawn here from the flows' positions when not given)."""
+    if entropy is None:
+        entropy = flow_entropy(dst_flow, qps, hash_field, hash_seed)
+    entropy = np.asarray(entropy, dtype=np.uint64)
     if hash_field == "sport":  # RoCEv2 5-tuple: addresses, UDP source port, port 4791, protocol 17
-        entropy = udp_source_ports(np.arange(dst_flow.size), qps, hash_seed)
         constant = _U64(ROCE_UDP_PORT << 8 | 17)
     else:  # enhanced ECMP: addresses and the BTH destination QP number, no UDP source port
-        entropy = queue_pair_numbers(dst_flow, qps, hash_seed)
         constant = _U64(0x51F15EED_B7400000)
     with np.errstate(over="ignore"):  # the header fields, folded into 64 bits
         key = mix64(
@@ -438,7 +475,7 @@ def _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out):
         down_to_leaf(far, 4, target, bf)
 
 
-def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes):
+def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes, turn=None):
     """The first and last link of every sub-flow between dual-ToR NICs, and its two leaves.
 
     The source NIC's bond (RoCE LAG) gives its queue pairs to its live links in turn. The
@@ -453,7 +490,8 @@ def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes):
     members = tables.nic_link.reshape(-1, 2)
     s_links, d_links = members[src], members[dst]
     s_live, d_live = live[s_links], live[d_links]
-    turn = rank_within(src) % 2  # the bond's queue pairs alternate between its links
+    if turn is None:  # the bond's queue pairs alternate between its links
+        turn = rank_within(src) % 2
     s_m = np.where(s_live.all(axis=1), turn, np.where(s_live[:, 1], 1, 0))
     rows = np.arange(src.size)
     l_src = s_links[rows, s_m]
@@ -490,6 +528,8 @@ def route(
     hash_field: str = "sport",
     polarized: bool = False,
     tables: PortTables | None = None,
+    entropy: np.ndarray | None = None,
+    bond_turn: np.ndarray | None = None,
 ) -> Routes:
     """Route flows between NICs (global NIC id = node * nics_per_node + nic), ``qps`` sub-flows each.
 
@@ -516,6 +556,12 @@ def route(
         False: an independent salt per switch.
     tables : PortTables, optional
         ``port_tables(fabric)``, to reuse across many calls.
+    entropy, bond_turn : ndarray, optional
+        Per sub-flow: its hash field (:func:`flow_entropy` of ``hash_seed``) and, with dual-ToR,
+        which of its NIC's two links its bond gives it (0 or 1). By default both are drawn from the
+        sub-flows' positions in this call; routing a subset of a larger set of flows with the rows
+        of the whole set's draws keeps every flow's draws whichever subset is routed, so that two
+        fabrics (intact and with a part lost) are compared on the same draws.
 
     Examples
     --------
@@ -541,8 +587,8 @@ def route(
     dst = np.repeat(dst_flow, qps)
     n = src.size
     if fabric.plan.homes == 2:
-        member_hash = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized)
-        l_src, l_dst, a, b, dist = _dual_homed_ends(fabric, tables, ud, live, src, dst, member_hash)
+        member_hash = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy)
+        l_src, l_dst, a, b, dist = _dual_homed_ends(fabric, tables, ud, live, src, dst, member_hash, bond_turn)
     else:
         l_src, l_dst = tables.nic_link[src], tables.nic_link[dst]
         a = links.hi[l_src].astype(np.int64) - leaf0
@@ -559,7 +605,7 @@ def route(
     capacity[0::2] = capacity[1::2] = np.where(live, links.gbps, 0)
 
     if mode == "ecmp":
-        hashes = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized)
+        hashes = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy)
         _route_ports(fabric, tables, ud, live, a, b, dist, hashes, out)
     elif mode == "dmodk":
         _route_ports(fabric, tables, ud, live, a, b, dist, _dmodk_hasher(fabric, tables, dst), out)

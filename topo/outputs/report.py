@@ -66,10 +66,11 @@ class Review:
 def review(fabric: Fabric, summary: "Summary", cabling: "Cabling", analysis: "Analysis | None",
            warnings: Sequence["Caveat"], server: "ServerProfile | None" = None, label: str | None = None,
            what_if_samples: int | None = None, base_dir: str | Path | None = None, source: str = "",
-           progress: Callable[[int], None] | None = None) -> Review:
+           progress: Callable[[int], None] | None = None, apart: bool = False) -> Review:
     """The review of one built design: with its analysis, the busbw curve over message sizes and
     the what-if table (``what_if_samples`` parts of each kind, by default as many as the fabric's
-    size allows; 0 for none)."""
+    size allows; 0 for none). With ``apart`` the what-ifs run in a child process
+    (:func:`topo.outputs.apart.run_apart`), so that Ctrl-C and SIGTERM stop them at once."""
     curve: tuple[dict[str, Any], ...] = ()
     table = None
     if analysis is not None:
@@ -77,8 +78,15 @@ def review(fabric: Fabric, summary: "Summary", cabling: "Cabling", analysis: "An
         node = server.node_model() if server is not None else None
         curve = tuple(busbw_curve(fabric, analysis.options, node))
         if what_if_samples is None or what_if_samples > 0:
-            table = what_if(fabric, analysis.options, node, samples=what_if_samples, intact=analysis,
-                            progress=progress)
+            def work(report: Callable[[int], None] | None) -> "WhatIf":
+                return what_if(fabric, analysis.options, node, samples=what_if_samples, intact=analysis,
+                               progress=report)
+
+            if apart:
+                from .apart import run_apart
+                table = run_apart(work, progress, "the what-ifs for the design review")
+            else:
+                table = work(progress)
     return Review(label or fabric.spec.name, fabric, summary, cabling, analysis, tuple(warnings), server,
                   curve, table, base_dir, source)
 
@@ -462,15 +470,16 @@ def _what_if_section(r: Review) -> dict[str, Any]:
                      row["worst_part"]])
     return {"id": "what-if", "title": "What if a part fails", "blocks": [
         _text(f"Each row fails one part at a time, for {w.samples} parts of the kind spread over the fabric "
-              f"({w.algorithm}, median of {w.hash_samples} hash samples each), and "
-              f"gives the change against the intact fabric ({w.intact['bisection_gbps']:,.0f} Gb/s bisection, "
+              f"({w.algorithm}, median of {w.hash_samples} hash samples each, the intact fabric's too: the same "
+              f"draws), and gives the change against the intact fabric ({w.intact['bisection_gbps']:,.0f} Gb/s "
+              f"bisection, "
               f"{w.intact['busbw_GBps']:,.1f} GB/s busbw at {format_size(w.size_bytes)}). Which part fails "
               f"matters where ECMP hashing and rank placement decide the load, so the busbw is a distribution; "
               f"`topo analyze --fail PART` shows any one in full. A lost NIC link stops the running job "
               f"(\"stops the job\"): its figure is for the job restarted on the remaining NICs; a dual-ToR NIC, "
               f"bonded over both leaves of its pair, keeps running on the link it has left. Where a loss leaves nodes with no "
-              f"live NIC (a rack's leaf), the restarted job runs without them: its busbw is that of a smaller "
-              f"job, which can be higher, and the job has lost those nodes' GPUs."),
+              f"live NIC (a rack's leaf), the restarted job runs without them and has lost those nodes' GPUs. "
+              f"No loss shows as a gain: on each hash draw a part's busbw is at most the intact fabric's."),
         _table(["lost", "parts tried", "bisection change", "busbw change (median)", "busbw change (range)",
                 "stops the job", "nodes left out", "worst part"], rows,
                numeric=[False, True, True, True, True, False, True, False]),

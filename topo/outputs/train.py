@@ -44,10 +44,11 @@ def variant(spec: FabricSpec, **changes: Any) -> FabricSpec:
 
 
 def run(spec: FabricSpec, workload: Workload, options: AnalysisOptions, server: NodeModel | None = None,
-        fabric: Fabric | None = None) -> Step:
-    """The step of ``workload`` on the fabric of ``spec`` (built unless given)."""
+        fabric: Fabric | None = None, baseline: AnalysisOptions | None = None) -> Step:
+    """The step of ``workload`` on the fabric of ``spec`` (built unless given); with failures,
+    never shorter than with ``baseline``'s failures only (:func:`topo.outputs.training.train_step`)."""
     fabric = fabric or build_fabric(spec)
-    return train_step(fabric, workload, options, server)
+    return train_step(fabric, workload, options, server, baseline)
 
 
 def curve(spec: FabricSpec, workload: Workload, options: AnalysisOptions, counts: Sequence[int],
@@ -136,7 +137,8 @@ def what_ifs(spec: FabricSpec, workload: Workload, options: AnalysisOptions, bas
     if tiers >= 2:
         spine = fabric.names[fabric.first(2)]
         cases.append((f"fail {spine}",
-                      lambda: run(spec, workload, replace(options, fail=(*options.fail, spine)), server, fabric)))
+                      lambda: run(spec, workload, replace(options, fail=(*options.fail, spine)), server, fabric,
+                                  baseline=options)))
     out = []
     for i, (label, compute) in enumerate(cases):
         row: dict[str, Any] = {"what_if": label}

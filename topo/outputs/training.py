@@ -234,7 +234,7 @@ class Pricer:
     """Prices the collectives of one workload on one fabric (routes and rates cached per kind)."""
 
     def __init__(self, fabric: Fabric, workload: Workload, options: AnalysisOptions,
-                 server: NodeModel | None = None) -> None:
+                 server: NodeModel | None = None, baseline: AnalysisOptions | None = None) -> None:
         self.fabric, self.w = fabric, workload
         self.options = options.for_fabric(fabric)
         spec = fabric.spec
@@ -248,6 +248,14 @@ class Pricer:
         self.tables = port_tables(fabric)
         self.routing = self.options.routing if self.options.routing != "auto" else (
             "ecmp" if is_ethernet(fabric) else "dmodk")
+        # with failures, the same collectives on the fabric without them (``baseline``'s failures
+        # only; by default none): each is priced on its hash draws and never quicker than there
+        self.baseline: Pricer | None = None
+        if self.faults.any:
+            plain = baseline if baseline is not None else replace(options, fail=(), fail_random=0.0)
+            self.baseline = Pricer(fabric, workload, plain, server)
+            if (self.baseline.faults.live == self.faults.live).all():
+                self.baseline = None
         self.constants = load_constants(self.options.nccl_constants) if self.options.nccl_constants \
             else DEFAULT_CONSTANTS
         self.notes: list[str] = []
@@ -292,9 +300,7 @@ class Pricer:
         s = self.shape(kind)
         if s.members * s.domains == 1:
             return [(0.0, "none", None) for _ in sizes]
-        opts = replace(self.options, sizes=tuple(max(1, int(x)) for x in sizes), fail=(), fail_random=0.0)
-        res = allreduce(self.fabric, opts, self.faults, self.ud, self.vnode(s), rows_only=True,
-                        nic_map=s.nic_map, tables=self.tables)
+        res = self._allreduce(kind, sizes)
         out = []
         for row in res.rows:
             if row["time_s"] is None:
@@ -303,16 +309,36 @@ class Pricer:
             out.append((float(row["time_s"]), row["algorithm"], row["busbw_GBps"]))
         return out
 
+    def _allreduce(self, kind: str, sizes: tuple[float, ...]) -> Any:
+        """The AllReduce of every group of ``kind`` at once (with failures: on the baseline's hash
+        draws, and capped by it draw by draw)."""
+        s = self.shape(kind)
+        opts = replace(self.options, sizes=tuple(max(1, int(x)) for x in sizes), fail=(), fail_random=0.0)
+        base = self.baseline._allreduce(kind, sizes) if self.baseline is not None else None
+        return allreduce(self.fabric, opts, self.faults, self.ud, self.vnode(s), rows_only=True,
+                         nic_map=s.nic_map, tables=self.tables, baseline=base)
+
+    def _slowest(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Per hash sample, the slowest of these connections' rates (Gb/s); with failures on the
+        baseline's draws and never above its rate on the same draw."""
+        conns = Connections(src.astype(np.int64), dst.astype(np.int64), np.zeros(src.size, dtype=np.int64),
+                            "ring", 0, 0, 1)
+        pcie = usable_pcie_gbps(self.node)
+        intact = self.baseline._slowest(src, dst) if self.baseline is not None else None
+        base = base_of(self.fabric, self.options, self.faults, self.ud, self.tables, self.routing, conns, pcie)
+        pattern = sample_pattern(base, self.options, self.routing, True,
+                                 None if intact is None else int(intact.size))
+        slowest = pattern.slowest_gbps
+        if intact is not None:
+            common = min(slowest.size, intact.size)
+            slowest = np.minimum(slowest[:common], intact[:common])
+        return slowest
+
     def flow_gbps(self, kind: str, src: np.ndarray, dst: np.ndarray) -> float:
         """Median over hash samples of the slowest of these connections' rates (Gb/s), all at once."""
         if src.size == 0:
             return math.inf
-        conns = Connections(src.astype(np.int64), dst.astype(np.int64), np.zeros(src.size, dtype=np.int64),
-                            "ring", 0, 0, 1)
-        pcie = usable_pcie_gbps(self.node)
-        base = base_of(self.fabric, self.options, self.faults, self.ud, self.tables, self.routing, conns, pcie)
-        pattern = sample_pattern(base, self.options, self.routing, True)
-        rate = float(np.median(pattern.slowest_gbps))
+        rate = float(np.median(self._slowest(src, dst)))
         if rate <= 0:
             raise AnalysisError([f"{kind}: no route between the servers of the job under the failures asked for"])
         return rate
@@ -460,15 +486,17 @@ def _optimizer_s(w: Workload, local: dict[str, float], dense_shard: int, expert_
 
 
 def train_step(fabric: Fabric, workload: Workload, options: AnalysisOptions | None = None,
-               server: NodeModel | None = None) -> Step:
+               server: NodeModel | None = None, baseline: AnalysisOptions | None = None) -> Step:
     """Predict one training step of ``workload`` on all GPUs of ``fabric`` (whose server is
-    ``server``, else its spec's profile)."""
+    ``server``, else its spec's profile). With failures in ``options``, every collective is
+    priced on the hash draws of the fabric with ``baseline``'s failures only (by default none) and
+    is never quicker there, so a lost part never makes the step shorter."""
     options = options or AnalysisOptions()
     spec = fabric.spec
     gpus = spec.gpus
     w = workload
     w.check(gpus, spec.gpus_per_node)
-    P = Pricer(fabric, w, options, server)
+    P = Pricer(fabric, w, options, server, baseline)
     m = w.model
     dp, mbs = w.dp(gpus), w.microbatches(gpus)
     overlap = set(w.overlap)
