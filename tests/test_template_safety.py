@@ -616,6 +616,14 @@ def test_random_text_is_refused(tmp_path, fabric256, source, what):
         template_environment().from_string(source).render()
 
 
+def test_the_docs_give_the_bounds_of_a_render():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configs.md").read_text(encoding="utf-8")
+    section = page.split("### What a template can and cannot do", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    assert (templating.RENDER_SECONDS, templating.MAX_OUTPUT_CHARS, templating.MAX_INT_BITS) == (10, 256 << 20, 1 << 16)
+    for text in ("10 s of CPU time", "256 MiB", "65,536 bits", " at 0x", "`random`", "`lipsum`"):
+        assert text in section, text
+
+
 # --- 6. the docs ----------------------------------------------------------------------------------
 
 
