@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import re
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -614,6 +615,60 @@ def test_random_text_is_refused(tmp_path, fabric256, source, what):
     assert str(info.value) == f"template frr/policy.j2 (in {folder}), line 2: {message}"
     with pytest.raises(jinja2.sandbox.SecurityError, match=re.escape(message)):
         template_environment().from_string(source).render()
+
+
+def test_in_another_thread_a_render_is_bounded_but_not_timed(tmp_path, fabric256):
+    # signals run in the main thread only: no timer there, and no error for trying; the cap and
+    # the address check hold
+    folder = site(tmp_path, "frr/policy.j2", "! {{ sw.name }}\n")
+    outcome: dict[str, object] = {}
+
+    def work():
+        outcome["files"] = dict(config_files(fabric256, [folder]))
+        (folder / "frr" / "policy.j2").write_text("! {{ range }}\n")
+        try:
+            dict(config_files(fabric256, [folder]))
+        except TemplateError as exc:
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert "! cluster-leaf-su00-r0" in outcome["files"]["switches/cluster-leaf-su00-r0/frr.conf"]
+    assert "printed a Python object's address" in outcome["error"]
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and templating._TIMED is None
+
+
+def test_every_fact_a_template_sees_is_plain_data(monkeypatch):
+    # no set (its order follows PYTHONHASHSEED) and no object (its text may be its address) in
+    # the context of any template of a build, single- or dual-ToR
+    seen: dict[str, str] = {}
+    plain = (dict, list, tuple, str, int, float, bool, type(None))
+    new_context = jinja2.Template.new_context
+
+    def walk(value, path, depth=0):
+        if not isinstance(value, plain):
+            seen.setdefault(path, type(value).__name__)
+        elif isinstance(value, dict) and depth < 12:
+            for key, item in value.items():
+                walk(item, f"{path}.{key}", depth + 1)
+        elif isinstance(value, (list, tuple)) and depth < 12:
+            for item in value[:8]:
+                walk(item, f"{path}[]", depth + 1)
+
+    def spy(self, vars=None, shared=False, locals=None):
+        for name, value in (vars or {}).items():
+            if name not in self.globals:
+                walk(value, f"{self.name}:{name}")
+        return new_context(self, vars, shared, locals)
+
+    monkeypatch.setattr(jinja2.Template, "new_context", spy)
+    from topo.outputs.build import render_build
+    from topo.outputs.summary import summarize
+    for spec in ({"gpus": 256}, {"gpus": 512, "dual_tor": True}):
+        fabric = build_fabric(load_spec(spec))
+        render_build(fabric, summarize(fabric))
+    assert seen == {}
 
 
 def test_the_docs_give_the_bounds_of_a_render():
