@@ -600,8 +600,9 @@ MAX_OUTPUT_CHARS = 256 << 20
 MAX_INT_BITS = 1 << 16
 
 #: Seconds of CPU between two more budget signals after the first, in case Python swallowed one
-#: (an exception raised in a ``__del__`` is only printed).
-_BUDGET_REPEAT = 0.1
+#: (an exception raised in a ``__del__`` is only printed, one raised while Jinja2 compiles an
+#: expression is taken for "cannot fold this"); the first thing a render that fails does is stop them.
+_BUDGET_REPEAT = 0.25
 
 #: Python's default text of an object: ``<jinja2.utils.Cycler object at 0x7f...>``. The address
 #: differs from run to run.
@@ -703,15 +704,19 @@ def _render_bounded(env: TemplateSandbox, template: jinja2.Template, context: di
         try:
             text = _joined(template.root_render_func(template.new_context(dict(context))), render)
         except _TooLong:
+            _stop_budget(render)  # no signal while the error is made (this frame is quiet, not the others)
             raise TemplateError(f"template {_names(env, template, render)} made more than {MAX_OUTPUT_CHARS:,} "
                                 f"characters ({format_size(MAX_OUTPUT_CHARS)} of text), the most a file "
                                 f"rendered with a user template may hold") from None
         except Exception:
+            _stop_budget(render)
             try:
                 env.handle_exception()  # Jinja2's: the traceback through the template's lines
             except RenderLimit as exc:
+                # where the render was: a template's line, else (between two pieces of text) the
+                # user templates it had run
                 name, line = _template_location(exc, frames_only=True)
-                where = template_display_name(env, name or template.filename or template.name)
+                where = _names(env, template, render) if name is None else template_display_name(env, name)
                 raise TemplateError(f"template {where}" + (f", line {line}" if line else "")
                                     + f": {exc.message}") from None
     finally:
@@ -742,7 +747,7 @@ def _check_product(left: Any, right: Any) -> None:
     """Refuse ``left * right`` where it would make a string or list longer than MAX_OUTPUT_CHARS,
     or an integer of more than MAX_INT_BITS."""
     for count, item in ((left, right), (right, left)):
-        if type(count) is not int and not isinstance(count, int):
+        if not isinstance(count, int):
             continue
         if isinstance(item, (str, list, tuple)):
             if count > 0 and len(item) * count > MAX_OUTPUT_CHARS:
