@@ -533,9 +533,16 @@ def test_a_file_longer_than_the_cap_is_refused_before_it_is_made(tmp_path, monke
 
 REPEATS = {
     "string": ("{{ 'x' * 10 ** 10 }}", "a string of 1 repeated 10,000,000,000 times would hold 10,000,000,000 "
-                                      "items; at most 268,435,456"),
-    "list": ("{{ ([1, 2] * 10 ** 9) | length }}", "a list of 2 repeated 1,000,000,000 times would hold "
-                                                 "2,000,000,000 items; at most 268,435,456"),
+                                      "characters; at most 268,435,456"),
+    "list": ("{{ ([1, 2] * 10 ** 9) | length }}", "a list of 2 items repeated 1,000,000,000 times would hold "
+                                                 "2,000,000,000 items and characters; at most 268,435,456"),
+    # few items, but joined (in C, at once) 2**20 times 2**20 characters: 1 TiB
+    "list-of-long-strings": ("{{ (['x' * 2 ** 20] * 2 ** 20) | join }}",
+                             "a list of 1 item repeated 1,048,576 times would hold 1,099,511,627,776 items "
+                             "and characters; at most 268,435,456"),
+    "nested-tuples": ("{% set row = ('abcd',) * 1000 %}{{ ([row] * 10 ** 6) | string | length }}",
+                      "a list of 1 item repeated 1,000,000 times would hold 4,000,000,000 items and "
+                      "characters; at most 268,435,456"),
     "power": ("{{ 9 ** (10 ** 9) }}", "a power of integers of at least 3,000,000,000 bits; a template's "
                                      "integers may have at most 65,536 bits"),
     "squares": ("{% set ns = namespace(x=3) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}{% endfor %}",
@@ -555,8 +562,10 @@ def test_a_product_or_power_too_big_to_make_is_refused_before_it_is_made(tmp_pat
     env = template_environment()  # any template, the packaged ones too
     with pytest.raises(jinja2.sandbox.SecurityError, match=re.escape(message)):
         env.from_string(source).render()
-    assert env.from_string("{{ 'ab' * 3 }} {{ [0] * 2 }} {{ 6 * 7 }} {{ 2 ** 64 }} {{ 1.5 * 2 }} {{ 2 ** -1 }}"
-                           ).render() == "ababab [0, 0] 42 18446744073709551616 3.0 0.5"
+    assert env.from_string("{{ 'ab' * 3 }} {{ [0] * 2 }} {{ 6 * 7 }} {{ 2 ** 64 }} {{ 1.5 * 2 }} {{ 2 ** -1 }} "
+                           "{{ (['-' * 80] * 1000) | join | length }} {{ 3 * ('a', ['b']) }}"
+                           ).render() == ("ababab [0, 0] 42 18446744073709551616 3.0 0.5 80000 "
+                                          "('a', ['b'], 'a', ['b'], 'a', ['b'])")
 
 
 #: Each prints Python's default text of an object, whose address changes from run to run.

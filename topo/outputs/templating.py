@@ -592,7 +592,8 @@ RENDER_SECONDS = 10.0
 
 #: Characters one file rendered with a user template may hold (256 Mi; the largest packaged
 #: output, the rankfile, has 19.4 M at 524,288 GPUs, so about 155 M at topo's most, 4,194,304).
-#: Also the longest string or list that ``*`` may make, in any template.
+#: Also the longest string ``*`` may make in any template, and the most items and characters of
+#: strings in a list it makes.
 MAX_OUTPUT_CHARS = 256 << 20
 
 #: Bits of the largest integer that ``*`` or ``**`` may make in a template (about 19,700 decimal
@@ -744,20 +745,42 @@ def _names(env: jinja2.Environment, template: jinja2.Template, render: _Render) 
 
 
 def _check_product(left: Any, right: Any) -> None:
-    """Refuse ``left * right`` where it would make a string or list longer than MAX_OUTPUT_CHARS,
-    or an integer of more than MAX_INT_BITS."""
+    """Refuse ``left * right`` where it would make a string longer than MAX_OUTPUT_CHARS, a list or
+    tuple whose items and strings' characters (:func:`_weight`) pass that (``join`` or ``string``
+    of it would make such a string, in C, at once), or an integer of more than MAX_INT_BITS."""
     for count, item in ((left, right), (right, left)):
         if not isinstance(count, int):
             continue
-        if isinstance(item, (str, list, tuple)):
+        if isinstance(item, str):
             if count > 0 and len(item) * count > MAX_OUTPUT_CHARS:
-                kind = "string" if isinstance(item, str) else type(item).__name__
-                raise SecurityError(f"a {kind} of {len(item):,} repeated {count:,} times would hold "
-                                    f"{len(item) * count:,} items; at most {MAX_OUTPUT_CHARS:,}")
+                raise SecurityError(f"a string of {len(item):,} repeated {count:,} times would hold "
+                                    f"{len(item) * count:,} characters; at most {MAX_OUTPUT_CHARS:,}")
+            return
+        if isinstance(item, (list, tuple)):
+            if count > 0 and (len(item) * count > MAX_OUTPUT_CHARS
+                              or _weight(item) * count > MAX_OUTPUT_CHARS):
+                total = max(len(item), _weight(item)) * count
+                items = f"{len(item):,} item" + ("" if len(item) == 1 else "s")
+                raise SecurityError(f"a {type(item).__name__} of {items} repeated {count:,} times "
+                                    f"would hold {total:,} items and characters; at most {MAX_OUTPUT_CHARS:,}")
             return
         if isinstance(item, int) and count.bit_length() + item.bit_length() > MAX_INT_BITS + 1:
             raise SecurityError(f"a product of integers of {count.bit_length():,} and {item.bit_length():,} "
                                 f"bits; a template's integers may have at most {MAX_INT_BITS:,} bits")
+
+
+def _weight(value: list | tuple, depth: int = 0) -> int:
+    """The items of a list or tuple, each string counted by its characters, each list or tuple in it
+    by its own weight (8 levels deep; below, 1 an item)."""
+    total = 0
+    for item in value:
+        if isinstance(item, str):
+            total += len(item) or 1
+        elif isinstance(item, (list, tuple)) and depth < 8:
+            total += _weight(item, depth + 1) or 1
+        else:
+            total += 1
+    return total
 
 
 def _check_power(base: Any, exponent: Any) -> None:
