@@ -648,6 +648,21 @@ def test_in_another_thread_a_render_is_bounded_but_not_timed(tmp_path, fabric256
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and templating._TIMED is None
 
 
+def test_a_sigprof_handler_of_someone_else_is_left_alone(tmp_path, fabric256, monkeypatch):
+    # a profiler's: the render runs without a budget (but with the other bounds) and keeps it
+    folder = site(tmp_path, "frr/policy.j2", "! {{ sw.name }}\n")
+    calls = []
+    previous = signal.signal(signal.SIGPROF, lambda signum, frame: calls.append(signum))
+    try:
+        monkeypatch.setattr(templating, "RENDER_SECONDS", 1e-3)
+        files = dict(config_files(fabric256, [folder]))
+        assert "! cluster-leaf-su00-r0" in files["switches/cluster-leaf-su00-r0/frr.conf"]
+        assert signal.getsignal(signal.SIGPROF) is not templating._over_budget
+        assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and templating._TIMED is None and calls == []
+    finally:
+        signal.signal(signal.SIGPROF, previous)
+
+
 def test_every_fact_a_template_sees_is_plain_data(monkeypatch):
     # no set (its order follows PYTHONHASHSEED) and no object (its text may be its address) in
     # the context of any template of a build, single- or dual-ToR
