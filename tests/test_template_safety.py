@@ -4,8 +4,11 @@ template can and cannot do")."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -16,8 +19,10 @@ from click.testing import CliRunner
 
 from topo import build_fabric, load_spec
 from topo.cli import main
+from topo.outputs import templating
 from topo.outputs.build import all_outputs, template_sources
 from topo.outputs.configs import CONFIG_CHUNK, config_files
+from topo.outputs.placement import placement_facts
 from topo.outputs.templating import (
     MAX_TEMPLATE_BYTES,
     TemplateError,
@@ -460,7 +465,245 @@ def test_range_is_bounded_by_the_sandbox(tmp_path, fabric256):
         env.from_string("{{ range(0, 10 ** 12, 1000) | length }}").render()  # 10**9 items
 
 
-# --- 5. the docs ----------------------------------------------------------------------------------
+# --- 5. bounded and deterministic renders ---------------------------------------------------------
+
+#: Loops that would run for hours (10**10 steps) and print nothing.
+RUNAWAY = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+
+
+def budget_error(folder, template: str, line: int, seconds: float) -> str:
+    return (f"Error: template {template} (in {folder}), line {line}: still rendering after {seconds:g} s of CPU "
+            f"time; a render that runs a user template may take at most {seconds:g} s")
+
+
+@pytest.mark.parametrize("template,jobs", [("frr/policy.j2", "1"), ("frr/policy.j2", "2"),
+                                           ("sonic/port.j2", "2"), ("host/roce-qos.sh.j2", "2"),
+                                           ("placement/hostfile.j2", "1"), ("report/report.md.j2", "1"),
+                                           ("nccl/nccl.env.j2", "1"), ("summary.md.j2", "1")])
+def test_a_runaway_template_is_stopped_after_its_budget(tmp_path, monkeypatch, template, jobs):
+    # the switch configs in this process (-j 1) and in worker processes (-j 2, 1,024 GPUs: several
+    # chunks), the files rendered in the main process while the workers render
+    monkeypatch.setattr(templating, "RENDER_SECONDS", 0.3)
+    folder = site(tmp_path, template, "!\n" + RUNAWAY + "\n")
+    result = CliRunner().invoke(main, ["build", "--gpus", "1024", "-j", jobs, "-o", str(tmp_path / "out"), "-q",
+                                       "--templates", str(folder)], prog_name="topo")
+    assert one_error_line(result) == budget_error(folder, template, 2, 0.3)
+    assert not (tmp_path / "out").exists()
+    assert multiprocessing.active_children() == []  # the other workers are stopped
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and templating._TIMED is None
+
+
+def test_the_budget_counts_from_the_first_user_template_and_stops_with_the_render(tmp_path, fabric256,
+                                                                                  monkeypatch):
+    monkeypatch.setattr(templating, "RENDER_SECONDS", 0.3)
+    # an include of the user's, in a macro run by a packaged template: stopped on the loop's line
+    folder = site(tmp_path, "frr/policy.j2", '{% include "frr/site.j2" %}\n')
+    (folder / "frr" / "site.j2").write_text("{% macro spin() %}\n" + RUNAWAY + "\n{% endmacro %}\n{{ spin() }}\n")
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value) == budget_error(folder, "frr/site.j2", 2, 0.3)[len("Error: "):]
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and templating._TIMED is None
+    # a render that ends within its budget stops its timer: no signal comes after it
+    (folder / "frr" / "site.j2").write_text("! site\n")
+    files = dict(config_files(fabric256, [folder]))
+    assert all("! site" in text for path, text in files.items() if path.endswith("frr.conf"))
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and templating._TIMED is None
+    # a render that runs only packaged templates is not timed, in a build with user folders too
+    monkeypatch.setattr(templating, "RENDER_SECONDS", 1e-6)
+    env = template_environment([folder])
+    assert isinstance(env, TemplateSandbox) and env.bound_renders and not template_environment().bound_renders
+    context = {"p": placement_facts(fabric256)}
+    assert (render_template(env, "placement/rankfile.j2", context)
+            == render_template(template_environment(), "placement/rankfile.j2", context))
+    assert templating._TIMED is None
+
+
+@pytest.mark.parametrize("template", ["frr/policy.j2", "placement/rankfile.j2"])
+def test_a_file_longer_than_the_cap_is_refused_before_it_is_made(tmp_path, monkeypatch, template):
+    # 10**10 characters if it ran to the end; stopped at 1 MiB, long before its 10 s budget
+    monkeypatch.setattr(templating, "MAX_OUTPUT_CHARS", 1 << 20)
+    folder = site(tmp_path, template, "!\n{% for i in range(100000) %}{% for j in range(100000) %}"
+                                      "{{ i }}.{{ j }}\n{% endfor %}{% endfor %}\n")
+    run_by = ", run by frr/frr.conf.j2 (in " + str(packaged_template_dir()) + ")" if template == "frr/policy.j2" else ""
+    assert one_error_line(build(tmp_path, folder)) == (
+        f"Error: template {template} (in {folder}){run_by} made more than 1,048,576 characters (1 MiB of text), "
+        f"the most a file rendered with a user template may hold")
+    assert not (tmp_path / "out").exists()
+
+
+REPEATS = {
+    "string": ("{{ 'x' * 10 ** 10 }}", "a string of 1 repeated 10,000,000,000 times would hold 10,000,000,000 "
+                                      "characters; at most 268,435,456"),
+    "list": ("{{ ([1, 2] * 10 ** 9) | length }}", "a list of 2 items repeated 1,000,000,000 times would hold "
+                                                 "2,000,000,000 items and characters; at most 268,435,456"),
+    # few items, but joined (in C, at once) 2**20 times 2**20 characters: 1 TiB
+    "list-of-long-strings": ("{{ (['x' * 2 ** 20] * 2 ** 20) | join }}",
+                             "a list of 1 item repeated 1,048,576 times would hold 1,099,511,627,776 items "
+                             "and characters; at most 268,435,456"),
+    "nested-tuples": ("{% set row = ('abcd',) * 1000 %}{{ ([row] * 10 ** 6) | string | length }}",
+                      "a list of 1 item repeated 1,000,000 times would hold 4,000,000,000 items and "
+                      "characters; at most 268,435,456"),
+    "power": ("{{ 9 ** (10 ** 9) }}", "a power of integers of at least 3,000,000,000 bits; a template's "
+                                     "integers may have at most 65,536 bits"),
+    "squares": ("{% set ns = namespace(x=3) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}{% endfor %}",
+                "a product of integers of 51,937 and 51,937 bits; a template's integers may have at most "
+                "65,536 bits"),
+}
+
+
+@pytest.mark.parametrize("source,message", REPEATS.values(), ids=REPEATS)
+def test_a_product_or_power_too_big_to_make_is_refused_before_it_is_made(tmp_path, fabric256, source, message):
+    folder = site(tmp_path, "frr/policy.j2", "!\n" + source + "\n")
+    start = time.process_time()
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value) == f"template frr/policy.j2 (in {folder}), line 2: {message}"
+    assert time.process_time() - start < 5  # refused, not made (nor folded when compiled)
+    env = template_environment()  # any template, the packaged ones too
+    with pytest.raises(jinja2.sandbox.SecurityError, match=re.escape(message)):
+        env.from_string(source).render()
+    assert env.from_string("{{ 'ab' * 3 }} {{ [0] * 2 }} {{ 6 * 7 }} {{ 2 ** 64 }} {{ 1.5 * 2 }} {{ 2 ** -1 }} "
+                           "{{ (['-' * 80] * 1000) | join | length }} {{ 3 * ('a', ['b']) }}"
+                           ).render() == ("ababab [0, 0] 42 18446744073709551616 3.0 0.5 80000 "
+                                          "('a', ['b'], 'a', ['b'], 'a', ['b'])")
+
+
+#: Each prints Python's default text of an object, whose address changes from run to run.
+ADDRESSES = {
+    "global-function": "{{ range }}",
+    "cycler-object": "{{ cycler('a', 'b') }}",
+    "dict-method": "{{ sw.items }}",
+    "generator": "{{ sw.ports | map(attribute='name') }}",
+    "joined": "{{ [joiner()] | join }}",
+    "string-filter": "{{ (lipsum | string)[:1] }}{{ range | string }}",
+}
+
+
+@pytest.mark.parametrize("source", ADDRESSES.values(), ids=ADDRESSES)
+def test_a_template_that_prints_an_object_address_is_refused(tmp_path, fabric256, source):
+    folder = site(tmp_path, "frr/policy.j2", "!\n" + source + "\n")
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value) == (f"template frr/policy.j2 (in {folder}), run by frr/frr.conf.j2 (in "
+                               f"{packaged_template_dir()}) printed a Python object's address (line 8 of its "
+                               f"text ends like ' at 0x...>'), which differs from run to run; print the "
+                               f"object's values instead")
+
+
+def test_an_object_address_in_the_cli_is_one_error_line(tmp_path):
+    folder = site(tmp_path, "placement/hostfile.j2", "# hosts\n# {{ cycler('a') }}\n")
+    assert one_error_line(build(tmp_path, folder)) == (
+        f"Error: template placement/hostfile.j2 (in {folder}) printed a Python object's address (line 2 of its "
+        f"text ends like ' at 0x...>'), which differs from run to run; print the object's values instead")
+    assert not (tmp_path / "out").exists()
+
+
+def test_objects_with_a_stable_text_print_as_before(tmp_path, fabric256):
+    source = ("! {{ dict }} {{ namespace(a=1) }} {{ range(2) }} {{ sw.name | list | first }} "
+              "{% for p in sw.ports[:1] %}{{ loop }}{% endfor %} {{ cycler('a').next() }}\n")
+    folder = site(tmp_path, "frr/policy.j2", source)
+    files = dict(config_files(fabric256, [folder]))
+    text = files["switches/cluster-leaf-su00-r0/frr.conf"]
+    assert "! <class 'dict'> <Namespace {'a': 1}> range(0, 2) c <LoopContext 1/" in text and "> a\n" in text
+
+
+NONDETERMINISTIC = {
+    "random-filter": ("{{ [1, 2, 3] | random }}", "the random filter"),
+    "random-by-name": ("{{ [[1, 2], [3, 4]] | map('random') | list }}", "the random filter"),
+    "lipsum": ("{{ lipsum(1) }}", "lipsum()"),
+}
+
+
+@pytest.mark.parametrize("source,what", NONDETERMINISTIC.values(), ids=NONDETERMINISTIC)
+def test_random_text_is_refused(tmp_path, fabric256, source, what):
+    message = (f"{what} is not available: its result changes from run to run, and topo writes the same files "
+               f"for the same input")
+    folder = site(tmp_path, "frr/policy.j2", "!\n" + source + "\n")
+    with pytest.raises(TemplateError) as info:
+        dict(config_files(fabric256, [folder]))
+    assert str(info.value) == f"template frr/policy.j2 (in {folder}), line 2: {message}"
+    with pytest.raises(jinja2.sandbox.SecurityError, match=re.escape(message)):
+        template_environment().from_string(source).render()
+
+
+def test_in_another_thread_a_render_is_bounded_but_not_timed(tmp_path, fabric256):
+    # signals run in the main thread only: no timer there, and no error for trying; the cap and
+    # the address check hold
+    folder = site(tmp_path, "frr/policy.j2", "! {{ sw.name }}\n")
+    outcome: dict[str, object] = {}
+
+    def work():
+        outcome["files"] = dict(config_files(fabric256, [folder]))
+        (folder / "frr" / "policy.j2").write_text("! {{ range }}\n")
+        try:
+            dict(config_files(fabric256, [folder]))
+        except TemplateError as exc:
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert "! cluster-leaf-su00-r0" in outcome["files"]["switches/cluster-leaf-su00-r0/frr.conf"]
+    assert "printed a Python object's address" in outcome["error"]
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and templating._TIMED is None
+
+
+def test_a_sigprof_handler_of_someone_else_is_left_alone(tmp_path, fabric256, monkeypatch):
+    # a profiler's: the render runs without a budget (but with the other bounds) and keeps it
+    folder = site(tmp_path, "frr/policy.j2", "! {{ sw.name }}\n")
+    calls = []
+    previous = signal.signal(signal.SIGPROF, lambda signum, frame: calls.append(signum))
+    try:
+        monkeypatch.setattr(templating, "RENDER_SECONDS", 1e-3)
+        files = dict(config_files(fabric256, [folder]))
+        assert "! cluster-leaf-su00-r0" in files["switches/cluster-leaf-su00-r0/frr.conf"]
+        assert signal.getsignal(signal.SIGPROF) is not templating._over_budget
+        assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and templating._TIMED is None and calls == []
+    finally:
+        signal.signal(signal.SIGPROF, previous)
+
+
+def test_every_fact_a_template_sees_is_plain_data(monkeypatch):
+    # no set (its order follows PYTHONHASHSEED) and no object (its text may be its address) in
+    # the context of any template of a build, single- or dual-ToR
+    seen: dict[str, str] = {}
+    plain = (dict, list, tuple, str, int, float, bool, type(None))
+    new_context = jinja2.Template.new_context
+
+    def walk(value, path, depth=0):
+        if not isinstance(value, plain):
+            seen.setdefault(path, type(value).__name__)
+        elif isinstance(value, dict) and depth < 12:
+            for key, item in value.items():
+                walk(item, f"{path}.{key}", depth + 1)
+        elif isinstance(value, (list, tuple)) and depth < 12:
+            for item in value[:8]:
+                walk(item, f"{path}[]", depth + 1)
+
+    def spy(self, vars=None, shared=False, locals=None):
+        for name, value in (vars or {}).items():
+            if name not in self.globals:
+                walk(value, f"{self.name}:{name}")
+        return new_context(self, vars, shared, locals)
+
+    monkeypatch.setattr(jinja2.Template, "new_context", spy)
+    from topo.outputs.build import render_build
+    from topo.outputs.summary import summarize
+    for spec in ({"gpus": 256}, {"gpus": 512, "dual_tor": True}):
+        fabric = build_fabric(load_spec(spec))
+        render_build(fabric, summarize(fabric))
+    assert seen == {}
+
+
+def test_the_docs_give_the_bounds_of_a_render():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configs.md").read_text(encoding="utf-8")
+    section = page.split("### What a template can and cannot do", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    assert (templating.RENDER_SECONDS, templating.MAX_OUTPUT_CHARS, templating.MAX_INT_BITS) == (10, 256 << 20, 1 << 16)
+    for text in ("10 s of CPU time", "256 MiB", "65,536 bits", " at 0x", "`random`", "`lipsum`"):
+        assert text in section, text
+
+
+# --- 6. the docs ----------------------------------------------------------------------------------
 
 
 def test_the_docs_list_every_filter_topo_registers():

@@ -15,6 +15,14 @@ that the next switch's templates see. The loader (:class:`TemplateLoader`) reads
 UTF-8 files of at most :data:`MAX_TEMPLATE_BYTES` whose real path is inside the real path of the
 folder they were found in, so a symlink cannot lead a template (or an ``{% include %}``) out of
 its folder.
+
+What a template prints may not change from run to run: the ``random`` filter and the ``lipsum``
+global are refused in every template. A render that runs a user template (``--templates DIR``; the
+template rendered, or one it includes, imports or extends) is bounded besides
+(:func:`render_template`): it is stopped after :data:`RENDER_SECONDS` of CPU time, its text may not
+pass :data:`MAX_OUTPUT_CHARS` characters, and the text may not hold an object's address (Python's
+default text of an object, ``<... at 0x7f...>``). ``*`` and ``**`` refuse a result too big to make
+(:data:`MAX_OUTPUT_CHARS` items, :data:`MAX_INT_BITS` bits) in every template.
 """
 
 from __future__ import annotations
@@ -22,8 +30,11 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
+import signal
 import stat
 import sys
+import threading
 from importlib import resources
 from json.encoder import encode_basestring as _encode_string
 from pathlib import Path
@@ -37,6 +48,7 @@ from jinja2.utils import missing
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.loaders import split_template_path
+from jinja2.sandbox import SecurityError
 
 from ..errors import TopoError
 from .template_memo import IncludeMemo, template_needs
@@ -82,6 +94,8 @@ class TemplateLoader(jinja2.FileSystemLoader):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._read: dict[str, str] = {}
+        self._users: set[str] = set()  # names of the templates read from a user folder
+        self._packaged = str(packaged_template_dir())
 
     def get_source(self, environment: Any, template: str) -> tuple[str, str, Callable[[], bool]]:
         pieces = split_template_path(template)
@@ -106,6 +120,8 @@ class TemplateLoader(jinja2.FileSystemLoader):
                 return False
 
         self._read[template] = contents
+        if folder != self._packaged:
+            self._users.add(template)
         return contents, os.path.normpath(filename), uptodate
 
     def load(self, environment: jinja2.Environment, name: str, globals: Any = None) -> jinja2.Template:
@@ -113,6 +129,7 @@ class TemplateLoader(jinja2.FileSystemLoader):
         self._read = {}
         template = super().load(environment, name, globals)
         template.topo_source = self._read.get(name)  # type: ignore[attr-defined]
+        template.topo_user = name in self._users  # type: ignore[attr-defined]
         return template
 
 
@@ -391,6 +408,16 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
 
     code_generator_class = TemplateCodeGenerator
 
+    #: ``*`` and ``**`` go through :meth:`call_binop`, which refuses a result too big to make
+    #: (``'x' * 10**10``, ``9 ** (10**9)``) before Python makes it, in C, where no budget could stop
+    #: it; nor are they folded when the template is compiled.
+    intercepted_binops = frozenset({"*", "**"})
+
+    #: Whether :func:`render_template` bounds the renders that run a user template (budget, output
+    #: cap, no object address: :func:`_render_bounded`); :func:`template_environment` sets it when
+    #: there are user folders.
+    bound_renders = False
+
     #: Whether an included template that reads the same values as before gives its text again
     #: (:mod:`topo.outputs.template_memo`) instead of rendering it again. Off unless the caller
     #: knows its facts are never changed between renders (the switch configs turn it on).
@@ -400,6 +427,27 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         super().__init__(*args, **kwargs)
         self._safe_attributes: dict[tuple[type, str], bool] = {}
         self._memos: dict[jinja2.Template, IncludeMemo | None] = {}
+        self._render: _Render | None = None  # the bounded render in progress
+        # nothing a template prints may change from run to run: no random filter, no lipsum
+        self.filters["random"] = _unavailable("the random filter")
+        self.globals["lipsum"] = _unavailable("lipsum()")
+
+    def _load_template(self, name: str, globals: Any) -> jinja2.Template:
+        """Jinja2's, for a template's own name and every include, import and extends: a user
+        template loaded during a bounded render starts that render's budget."""
+        template = super()._load_template(name, globals)
+        render = self._render
+        if render is not None and getattr(template, "topo_user", False):
+            render.enter(template)
+        return template
+
+    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
+        """``a * b`` and ``a ** b``, refused where the result would be too big to make."""
+        if operator == "*":
+            _check_product(left, right)
+        elif operator == "**":
+            _check_power(left, right)
+        return super().call_binop(context, operator, left, right)
 
     def render_include(self, template: jinja2.Template, includer: jinja2.runtime.Context,
                        local_vars: dict[str, Any]) -> Iterator[str]:
@@ -421,7 +469,11 @@ class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
             value = local_vars.get(name, missing)
             return includer.resolve_or_missing(name) if value is missing else value
 
-        return iter((memo.render(resolve, lambda: self.concat(rendered())),))
+        render = self._render
+        if render is None:
+            return iter((memo.render(resolve, lambda: self.concat(rendered())),))
+        # a bounded render: the include's text is capped as it is made, not once it is whole
+        return iter((memo.render(resolve, lambda: _joined(rendered(), render)),))
 
     @staticmethod
     def quick_LoopContext(iterable: Any, undefined: Any) -> Iterator[tuple[Any, TopoLoop]]:  # noqa: N802
@@ -482,6 +534,7 @@ def template_environment(user_dirs: Iterable[str | Path] = ()) -> jinja2.Environ
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.bound_renders = bool(search[:-1])
     env.filters["thousands"] = lambda value: f"{value:,}"
     env.filters["json"] = json_value
     env.filters["size"] = format_size
@@ -496,13 +549,22 @@ def render_template(env: jinja2.Environment, template: str, context: dict[str, A
     value it cannot take, a macro that calls itself forever). An exception that is not raised
     under a template frame is a bug in topo and keeps its traceback.
 
+    In an environment with user folders (``env.bound_renders``) a render that runs a user
+    template is bounded (:func:`_render_bounded`): its budget of :data:`RENDER_SECONDS` of CPU time
+    (a ``SIGPROF`` timer, in the main thread only; the switch configs' worker processes render in
+    theirs), :data:`MAX_OUTPUT_CHARS` characters, no object address in its text; each a
+    TemplateError naming the template.
+
     >>> env = template_environment()
     >>> render_template(env, "summary.md.j2", {})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     topo.outputs.templating.TemplateError: template summary.md.j2 (in ...), line 2: 'summary' is undefined
     """
     try:
-        return env.get_template(template).render(context)
+        compiled = env.get_template(template)
+        if getattr(env, "bound_renders", False):
+            return _render_bounded(env, compiled, context)
+        return compiled.render(context)
     except TopoError:
         raise
     except jinja2.TemplateNotFound as exc:
@@ -520,6 +582,224 @@ def render_template(env: jinja2.Environment, template: str, context: dict[str, A
         if len(text) > MESSAGE_LIMIT:
             text = text[:MESSAGE_LIMIT - 3] + "..."
         raise TemplateError(f"template {where}: {type(exc).__name__}" + (f": {text}" if text else "")) from exc
+
+
+# --- the bounds of a render that runs a user template ---------------------------------------------
+
+#: CPU seconds (of the process that renders) one render may take from the moment it runs a user
+#: template: ``{% for i in range(10**5) %}{% for j in range(10**5) %}`` is stopped there.
+RENDER_SECONDS = 10.0
+
+#: Characters one file rendered with a user template may hold (256 Mi; the largest packaged
+#: output, the rankfile, has 19.4 M at 524,288 GPUs, so about 155 M at topo's most, 4,194,304).
+#: Also the longest string ``*`` may make in any template, and the most items and characters of
+#: strings in a list it makes.
+MAX_OUTPUT_CHARS = 256 << 20
+
+#: Bits of the largest integer that ``*`` or ``**`` may make in a template (about 19,700 decimal
+#: digits; Python prints at most 4,300).
+MAX_INT_BITS = 1 << 16
+
+#: Seconds of CPU between two more budget signals after the first, in case Python swallowed one
+#: (an exception raised in a ``__del__`` is only printed, one raised while Jinja2 compiles an
+#: expression is taken for "cannot fold this"); the first thing a render that fails does is stop them.
+_BUDGET_REPEAT = 0.25
+
+#: Python's default text of an object: ``<jinja2.utils.Cycler object at 0x7f...>``. The address
+#: differs from run to run.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+class RenderLimit(jinja2.exceptions.TemplateRuntimeError):
+    """A render that ran past its CPU budget (raised by the budget's signal where the render was)."""
+
+
+class _TooLong(Exception):
+    """The text of a bounded render passed MAX_OUTPUT_CHARS."""
+
+
+class _Render:
+    """A bounded render in progress: the user templates it has run (their file names, in the order
+    first run) and the budget it was given, if its timer runs."""
+
+    __slots__ = ("users", "budget")
+
+    def __init__(self) -> None:
+        self.users: list[str] = []
+        self.budget: float | None = None
+
+    def enter(self, template: jinja2.Template) -> None:
+        """A user template is run: the first one starts the budget."""
+        if template.filename in self.users:
+            return
+        self.users.append(template.filename or template.name or "?")
+        if len(self.users) == 1:
+            _start_budget(self)
+
+
+#: The render whose budget timer runs (in the main thread of this process), if any.
+_TIMED: _Render | None = None
+
+
+def _over_budget(signum: int, frame: Any) -> None:
+    """SIGPROF: the render whose timer runs has spent its budget. Raised where the render is (a
+    template's line), except in the frames that end a render, where the next signal comes
+    ``_BUDGET_REPEAT`` later, or none once the timer is stopped."""
+    render = _TIMED
+    if render is None or render.budget is None or (frame is not None and frame.f_code in _QUIET_CODES):
+        return
+    raise RenderLimit(f"still rendering after {render.budget:g} s of CPU time; a render that runs a user "
+                      f"template may take at most {render.budget:g} s")
+
+
+def _start_budget(render: _Render) -> None:
+    """Start ``render``'s budget: a SIGPROF after RENDER_SECONDS of this process's CPU time, and every
+    ``_BUDGET_REPEAT`` after, until :func:`_stop_budget`. Only in the main thread (signals run
+    there), where the platform has interval timers and no one else (a profiler) handles SIGPROF."""
+    global _TIMED
+    if (_TIMED is not None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        return
+    handler = signal.getsignal(signal.SIGPROF)
+    if handler is not _over_budget:
+        if handler not in (signal.SIG_DFL, signal.SIG_IGN):
+            return
+        signal.signal(signal.SIGPROF, _over_budget)  # stays: a late signal finds a handler, not SIG_DFL's end
+    render.budget = RENDER_SECONDS
+    _TIMED = render
+    signal.setitimer(signal.ITIMER_PROF, RENDER_SECONDS, _BUDGET_REPEAT)
+
+
+def _stop_budget(render: _Render) -> None:
+    global _TIMED
+    if _TIMED is render:
+        _TIMED = None  # first: a signal from now on does nothing
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+
+
+def _joined(pieces: Iterator[str], render: _Render) -> str:
+    """The pieces a template yields, joined; _TooLong as soon as they pass MAX_OUTPUT_CHARS in a
+    render that has run a user template (the text is not made)."""
+    parts: list[str] = []
+    append = parts.append
+    total = 0
+    cap = MAX_OUTPUT_CHARS
+    for piece in pieces:
+        total += len(piece)
+        if total > cap and render.users:
+            raise _TooLong()
+        append(piece)
+    return "".join(parts)
+
+
+def _render_bounded(env: TemplateSandbox, template: jinja2.Template, context: dict[str, Any]) -> str:
+    """``template.render(context)`` in an environment with user folders. From the moment the render
+    runs a user template (this one, or one it includes), it is stopped after RENDER_SECONDS of CPU
+    time, its text may not pass MAX_OUTPUT_CHARS, and the text may not hold an object's address;
+    each is a TemplateError naming the template."""
+    render = _Render()
+    previous, env._render = env._render, render
+    try:
+        if getattr(template, "topo_user", False):
+            render.enter(template)
+        try:
+            text = _joined(template.root_render_func(template.new_context(dict(context))), render)
+        except _TooLong:
+            _stop_budget(render)  # no signal while the error is made (this frame is quiet, not the others)
+            raise TemplateError(f"template {_names(env, template, render)} made more than {MAX_OUTPUT_CHARS:,} "
+                                f"characters ({format_size(MAX_OUTPUT_CHARS)} of text), the most a file "
+                                f"rendered with a user template may hold") from None
+        except Exception:
+            _stop_budget(render)
+            try:
+                env.handle_exception()  # Jinja2's: the traceback through the template's lines
+            except RenderLimit as exc:
+                # where the render was: a template's line, else (between two pieces of text) the
+                # user templates it had run
+                name, line = _template_location(exc, frames_only=True)
+                where = _names(env, template, render) if name is None else template_display_name(env, name)
+                raise TemplateError(f"template {where}" + (f", line {line}" if line else "")
+                                    + f": {exc.message}") from None
+    finally:
+        env._render = previous
+        _stop_budget(render)
+    if render.users:
+        found = _ADDRESS.search(text)
+        if found is not None:
+            line = text.count("\n", 0, found.start()) + 1
+            raise TemplateError(f"template {_names(env, template, render)} printed a Python object's address "
+                                f"(line {line} of its text ends like ' at 0x...>'), which differs from run to "
+                                f"run; print the object's values instead")
+    return text
+
+
+_QUIET_CODES = frozenset({_render_bounded.__code__, _stop_budget.__code__})
+
+
+def _names(env: jinja2.Environment, template: jinja2.Template, render: _Render) -> str:
+    """The user templates a render ran, and the template rendered when it is not one of them:
+    ``frr/policy.j2 (in site), run by frr/frr.conf.j2 (in ...)``."""
+    top = template.filename or template.name or "?"
+    names = ", ".join(template_display_name(env, name) for name in render.users)
+    return names if render.users == [top] else f"{names}, run by {template_display_name(env, top)}"
+
+
+def _check_product(left: Any, right: Any) -> None:
+    """Refuse ``left * right`` where it would make a string longer than MAX_OUTPUT_CHARS, a list or
+    tuple whose items and strings' characters (:func:`_weight`) pass that (``join`` or ``string``
+    of it would make such a string, in C, at once), or an integer of more than MAX_INT_BITS."""
+    for count, item in ((left, right), (right, left)):
+        if not isinstance(count, int):
+            continue
+        if isinstance(item, str):
+            if count > 0 and len(item) * count > MAX_OUTPUT_CHARS:
+                raise SecurityError(f"a string of {len(item):,} repeated {count:,} times would hold "
+                                    f"{len(item) * count:,} characters; at most {MAX_OUTPUT_CHARS:,}")
+            return
+        if isinstance(item, (list, tuple)):
+            if count > 0 and (len(item) * count > MAX_OUTPUT_CHARS
+                              or _weight(item) * count > MAX_OUTPUT_CHARS):
+                total = max(len(item), _weight(item)) * count
+                items = f"{len(item):,} item" + ("" if len(item) == 1 else "s")
+                raise SecurityError(f"a {type(item).__name__} of {items} repeated {count:,} times "
+                                    f"would hold {total:,} items and characters; at most {MAX_OUTPUT_CHARS:,}")
+            return
+        if isinstance(item, int) and count.bit_length() + item.bit_length() > MAX_INT_BITS + 1:
+            raise SecurityError(f"a product of integers of {count.bit_length():,} and {item.bit_length():,} "
+                                f"bits; a template's integers may have at most {MAX_INT_BITS:,} bits")
+
+
+def _weight(value: list | tuple, depth: int = 0) -> int:
+    """The items of a list or tuple, each string counted by its characters, each list or tuple in it
+    by its own weight (8 levels deep; below, 1 an item)."""
+    total = 0
+    for item in value:
+        if isinstance(item, str):
+            total += len(item) or 1
+        elif isinstance(item, (list, tuple)) and depth < 8:
+            total += _weight(item, depth + 1) or 1
+        else:
+            total += 1
+    return total
+
+
+def _check_power(base: Any, exponent: Any) -> None:
+    """Refuse ``base ** exponent`` of integers where the result would have more than MAX_INT_BITS."""
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
+        if (abs(base).bit_length() - 1) * exponent > MAX_INT_BITS:
+            raise SecurityError(f"a power of integers of at least {(abs(base).bit_length() - 1) * exponent:,} "
+                                f"bits; a template's integers may have at most {MAX_INT_BITS:,} bits")
+
+
+def _unavailable(what: str) -> Callable[..., Any]:
+    """A filter or global that refuses to run: its result would change from run to run."""
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise SecurityError(f"{what} is not available: its result changes from run to run, and topo "
+                            f"writes the same files for the same input")
+
+    refused.__name__ = refused.__qualname__ = "unavailable"
+    return refused
 
 
 def _template_location(exc: BaseException, frames_only: bool = False) -> tuple[str | None, int | None]:
