@@ -435,7 +435,7 @@ def slurm_conf(folder: Path, nodes: str, plugin: str | None, port: int) -> str:
 @dataclass
 class SlurmRun:
     returncode: int | None  #: None: the daemon was running until we stopped it
-    topology: str | None  #: what `scontrol show topology` printed
+    topology: str | None  #: what `scontrol show topology` printed; None: no switch or block, ever
     log: str
     seconds: float
 
@@ -468,7 +468,9 @@ def run_slurmctld(folder: Path, files: dict[str, str], hosts: list[str],
                 continue
             shown = subprocess.run([SCONTROL, "show", "topology"], capture_output=True, text=True, env=env,
                                    timeout=30)
-            if shown.returncode == 0:
+            # an answer names at least one switch or block: Slurm 24.11 answers with nothing, exit
+            # status 0, while it has yet to read topology.conf (and then refuses a broken one and exits)
+            if shown.returncode == 0 and shown.stdout.strip():
                 topology = shown.stdout
                 break
             time.sleep(0.05)
