@@ -36,10 +36,12 @@ installed() {  # is one of the alternatives $1 ("a|b") installed?
 }
 
 candidate() {  # the first of the alternatives $1 that the archive can install, or nothing
-  local alt
+  local alt policy
   for alt in ${1//|/ }; do
     # apt-cache show succeeds for a name that is only known; a candidate is what apt-get installs
-    if LC_ALL=C apt-cache policy "$alt" 2>/dev/null | grep -q '^  Candidate: [^(]'; then echo "$alt"; return; fi
+    # (read whole: grep -q on a pipe would stop apt-cache early, failing the pipeline)
+    policy=$(LC_ALL=C apt-cache policy "$alt" 2>/dev/null || true)
+    if grep -q '^  Candidate: [^(]' <<< "$policy"; then echo "$alt"; return; fi
   done
 }
 
