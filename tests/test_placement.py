@@ -413,7 +413,7 @@ def slurm_conf(folder: Path, nodes: str, plugin: str | None, port: int) -> str:
         (folder / sub).mkdir(exist_ok=True)
     return "\n".join([
         "ClusterName=topotest",
-        "SlurmctldHost=localhost",
+        "SlurmctldHost=localhost(127.0.0.1)",  # no name to look up: /etc/hosts may lack localhost
         f"SlurmctldPort={port}",
         "AuthType=auth/none",
         "CredType=cred/none",
