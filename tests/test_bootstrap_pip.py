@@ -15,7 +15,6 @@ import http.server
 import io
 import os
 import selectors
-import shutil
 import socket
 import ssl
 import subprocess
@@ -30,8 +29,29 @@ import pytest
 from .conftest import ROOT
 
 SCRIPT = ROOT / "scripts" / "bootstrap_pip.py"
-OPENSSL = shutil.which("openssl")
-needs_openssl = pytest.mark.skipif(OPENSSL is None, reason="openssl is not installed (it makes the test's certificate)")
+#: A self-signed certificate for 127.0.0.1 (EC P-256, valid until 2126) and its key: the test
+#: index's certificate and, as the CA bundle of pip.conf's ``cert``, its own issuer. A test key,
+#: made for these tests only (openssl req -x509 ... -subj /CN=127.0.0.1 -addext
+#: subjectAltName=IP:127.0.0.1, with the key usages Python 3.13's strict checks ask of a CA).
+TEST_CERTIFICATE = """\
+-----BEGIN CERTIFICATE-----
+MIIBtjCCAV2gAwIBAgIUMmKP9QwCX08mdIGSTVXwr63O4KwwCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJMTI3LjAuMC4xMCAXDTI2MTIwNjA2MTYzMVoYDzIxMjYxMTEy
+MDYxNjMxWjAUMRIwEAYDVQQDDAkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAASqjplREHtdyYE9qsvT1/LN5CTJKNnB2n72AkfGKFlQNbC0wsZxB63q
+MSCwm69X8NVxGCBbK/hhcgwcsKTW7e6co4GKMIGHMB0GA1UdDgQWBBRUK0cF2wWG
+GqLiehjvu0nJLw0GMDAfBgNVHSMEGDAWgBRUK0cF2wWGGqLiehjvu0nJLw0GMDAP
+BgNVHRMBAf8EBTADAQH/MA8GA1UdEQQIMAaHBH8AAAEwDgYDVR0PAQH/BAQDAgKE
+MBMGA1UdJQQMMAoGCCsGAQUFBwMBMAoGCCqGSM49BAMCA0cAMEQCIAZnD+58T2ts
+Tl6T5c7PePJbLKzScI6N/JpGX923p3LTAiBYH9nLQzarbnbxb/2zYNMWy9xgX4Ol
+c/uirmkp3AK7Rw==
+-----END CERTIFICATE-----
+-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgl9Png27Ly6DnFMoK
+tiOugyCzfiC3bBmBwW82zleTVMqhRANCAASqjplREHtdyYE9qsvT1/LN5CTJKNnB
+2n72AkfGKFlQNbC0wsZxB63qMSCwm69X8NVxGCBbK/hhcgwcsKTW7e6c
+-----END PRIVATE KEY-----
+"""
 
 
 def _bootstrap_module():
@@ -136,17 +156,10 @@ def index():
 
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory) -> Path:
-    """A self-signed certificate for 127.0.0.1 and its key, in one PEM file (also the CA bundle)."""
-    if OPENSSL is None:
-        pytest.skip("openssl is not installed")
-    folder = tmp_path_factory.mktemp("tls")
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    both = folder / "both.pem"
-    both.write_text(cert.read_text() + key.read_text())
-    return both
+    """:data:`TEST_CERTIFICATE` in a file (certificate and key: the server's chain and the CA bundle)."""
+    path = tmp_path_factory.mktemp("tls") / "test-127.0.0.1.pem"
+    path.write_text(TEST_CERTIFICATE)
+    return path
 
 
 @pytest.fixture
@@ -241,7 +254,6 @@ def test_later_files_and_then_the_environment_override_earlier_ones(tmp_path, ho
     assert settings.origin["index-url"] == f"{tmp_path / 'etc/pip.conf'} [global]"
 
 
-@needs_openssl
 def test_the_cert_of_pip_conf_checks_the_index_and_without_it_one_line_says_to_set_it(tmp_path, home, certificate,
                                                                                       monkeypatch):
     index = Index(certfile=certificate)
@@ -263,7 +275,6 @@ def test_the_cert_of_pip_conf_checks_the_index_and_without_it_one_line_says_to_s
         index.close()
 
 
-@needs_openssl
 @pytest.mark.parametrize("where", ["pip.conf", "PIP_TRUSTED_HOST"])
 def test_a_trusted_host_is_reached_without_a_certificate_check(where, tmp_path, home, certificate, monkeypatch):
     index = Index(certfile=certificate)
@@ -281,7 +292,6 @@ def test_a_trusted_host_is_reached_without_a_certificate_check(where, tmp_path, 
         index.close()
 
 
-@needs_openssl
 @pytest.mark.parametrize("where", ["https_proxy", "proxy in pip.conf"])
 def test_the_index_is_reached_through_the_proxy(where, tmp_path, home, certificate, monkeypatch):
     upstream = Index(certfile=certificate)
