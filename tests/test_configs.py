@@ -343,6 +343,57 @@ def test_host_script_is_valid_bash_and_matches_the_switches(tmp_path):
     assert len(rows) == 1 + 256
 
 
+#: every program the host script runs, by variant
+HOST_TOOLS = {"single": ["ip", "mlnx_qos", "cma_roce_tos", "basename"],
+              "dual-tor": ["ip", "mlnx_qos", "cma_roce_tos", "basename", "dirname", "awk", "readlink", "seq", "sleep"]}
+
+
+def stub_tools(folder: Path, tools: list[str], log: Path) -> None:
+    """A fake of each tool in ``folder`` that only appends its name and arguments to ``log``."""
+    folder.mkdir()
+    for tool in tools:
+        (folder / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\n')
+        (folder / tool).chmod(0o755)
+
+
+@pytest.mark.parametrize("variant, lacking", [("single", ["mlnx_qos"]), ("single", ["cma_roce_tos"]),
+                                              ("single", ["ip"]), ("single", ["ip", "cma_roce_tos"]),
+                                              ("dual-tor", ["mlnx_qos"]), ("dual-tor", ["awk"])])
+def test_host_script_names_every_missing_tool_before_it_changes_anything(tmp_path, variant, lacking):
+    _, files = configs(gpus=256, dual_tor=variant == "dual-tor")
+    script = tmp_path / "roce-qos.sh"
+    script.write_text(files["hosts/roce-qos.sh"])
+    for tool in HOST_TOOLS[variant]:
+        assert re.search(rf"(^|[\s(]){re.escape(tool)} ", files["hosts/roce-qos.sh"].split("missing=\"\"", 1)[1]), tool
+    log = tmp_path / "calls"
+    stub_tools(tmp_path / "bin", [t for t in HOST_TOOLS[variant] if t not in lacking], log)
+    env = {"PATH": str(tmp_path / "bin"), "NODE": "cluster-node0000", "PORTS_0": "ens1f0np0 ens1f1np1"}
+    run = subprocess.run([shutil.which("bash"), str(script)], capture_output=True, text=True, env=env)
+    assert run.returncode == 1
+    assert run.stderr == (f"roce-qos: {' '.join(lacking)} not found on PATH, nothing changed (mlnx_qos and cma_roce_tos "
+                          "come with NVIDIA's DOCA-OFED or MLNX_OFED, ip with iproute2)\n")
+    assert not log.exists()  # no tool ran before the refusal
+    # a dry run prints the commands that change the NICs and runs none of them (the dual-ToR
+    # variant reads names with dirname, awk and basename where they are)
+    dry = subprocess.run([shutil.which("bash"), str(script), "--dry-run"], capture_output=True, text=True, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert "mlnx_qos -i " in dry.stdout and "cma_roce_tos -d " in dry.stdout and "ip link set " in dry.stdout
+    ran = log.read_text().splitlines() if log.exists() else []
+    assert not [call for call in ran if call.split()[0] in ("ip", "mlnx_qos", "cma_roce_tos")]
+
+
+@pytest.mark.skipif(Path("/sys/class/infiniband/mlx5_0").exists(), reason="this machine has an mlx5_0 RDMA device")
+def test_host_script_with_every_tool_goes_past_the_check(tmp_path):
+    _, files = configs(gpus=256)
+    script = tmp_path / "roce-qos.sh"
+    script.write_text(files["hosts/roce-qos.sh"])
+    stub_tools(tmp_path / "bin", HOST_TOOLS["single"], tmp_path / "calls")
+    run = subprocess.run([shutil.which("bash"), str(script)], capture_output=True, text=True,
+                         env={"PATH": str(tmp_path / "bin")})
+    # the check passes; the script then stops at the first NIC, which this machine lacks
+    assert (run.returncode, run.stderr) == (1, "roce-qos: no network device for mlx5_0\n")
+
+
 def dual_tor_node0_rows(placement: str) -> list[list[str]]:
     """The addresses.csv rows of node 0 at 1024 GPUs with dual-ToR, from the rules: 8 NICs of 400G,
     each two 200G links into a leaf pair, so a 400G leaf port breaks out into 2 lanes and a pair

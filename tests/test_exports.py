@@ -477,6 +477,32 @@ def test_containerlab_daemons_follow_bfd():
     assert "service integrated-vtysh-config" in plain["containerlab/vtysh.conf"]
 
 
+@pytest.mark.parametrize("frr_version", [None, "10.3", "8.4.4"])
+def test_containerlab_runs_the_frr_the_configs_are_written_for(frr_version, tmp_path):
+    """One source of truth: the lab's FRR image is the release each frr.conf names (the spec's
+    frr_version), through the library and the CLI."""
+    fields = dict(gpus=256) if frr_version is None else dict(gpus=256, frr_version=frr_version)
+    fabric = build_fabric(load_spec(fields))
+    want = fabric.spec.frr_version
+    assert want == (frr_version or "10.5.4")
+    topology = yaml.safe_load(export_files(fabric)["containerlab/cluster.clab.yml"])["topology"]
+    assert {g["image"] for g in topology["groups"].values()} == {f"quay.io/frrouting/frr:{want}"}
+    conf = dict(config_files(fabric))["switches/cluster-leaf-su00-r0/frr.conf"]
+    assert f"frr version {want}\n" in conf
+    # an image given explicitly still wins
+    given = export_files(fabric, image="registry.example/frr:mine")["containerlab/cluster.clab.yml"]
+    assert 'image: "registry.example/frr:mine"' in given and "frrouting" not in given
+    if frr_version:
+        from click.testing import CliRunner
+        from topo.cli import main
+        out = tmp_path / "lab"
+        result = CliRunner().invoke(main, ["build", "--gpus", "256", "--frr-version", frr_version, "-o", str(out),
+                                           "-q", "--no-analysis"])
+        assert result.exit_code == 0, result.output
+        assert f'image: "quay.io/frrouting/frr:{frr_version}"' in (out / "containerlab/cluster.clab.yml").read_text()
+        assert f"frr version {frr_version}\n" in (out / "switches/cluster-leaf-su00-r0/frr.conf").read_text()
+
+
 def test_no_containerlab_without_configs():
     fabric = build_fabric(load_spec(SHAPES["two-tier"]))
     assert not any(p.startswith("containerlab/") for p in export_files(fabric, configs=False))

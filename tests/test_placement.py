@@ -413,7 +413,7 @@ def slurm_conf(folder: Path, nodes: str, plugin: str | None, port: int) -> str:
         (folder / sub).mkdir(exist_ok=True)
     return "\n".join([
         "ClusterName=topotest",
-        "SlurmctldHost=localhost",
+        "SlurmctldHost=localhost(127.0.0.1)",  # no name to look up: /etc/hosts may lack localhost
         f"SlurmctldPort={port}",
         "AuthType=auth/none",
         "CredType=cred/none",
@@ -435,7 +435,7 @@ def slurm_conf(folder: Path, nodes: str, plugin: str | None, port: int) -> str:
 @dataclass
 class SlurmRun:
     returncode: int | None  #: None: the daemon was running until we stopped it
-    topology: str | None  #: what `scontrol show topology` printed
+    topology: str | None  #: what `scontrol show topology` printed; None: no switch or block, ever
     log: str
     seconds: float
 
@@ -468,7 +468,9 @@ def run_slurmctld(folder: Path, files: dict[str, str], hosts: list[str],
                 continue
             shown = subprocess.run([SCONTROL, "show", "topology"], capture_output=True, text=True, env=env,
                                    timeout=30)
-            if shown.returncode == 0:
+            # an answer names at least one switch or block: Slurm 24.11 answers with nothing, exit
+            # status 0, while it has yet to read topology.conf (and then refuses a broken one and exits)
+            if shown.returncode == 0 and shown.stdout.strip():
                 topology = shown.stdout
                 break
             time.sleep(0.05)
@@ -593,6 +595,81 @@ def test_slurm_accepts_topology_yaml(tmp_path):
 
 
 # --- Open MPI -------------------------------------------------------------------------------------
+
+
+def mapped_ranks(output: str) -> dict[int, str]:
+    """rank -> node of mpirun's ``--display-map`` output (each rank once)."""
+    placed: dict[int, str] = {}
+    node = None
+    for line in output.splitlines():
+        m = re.search(r"Data for node: (\S+)", line)
+        if m:
+            node = m.group(1)
+        m = re.search(r"Process rank: (\d+)", line)
+        if m:
+            assert int(m.group(1)) not in placed
+            placed[int(m.group(1))] = node
+    return placed
+
+
+def _open_mpi_major() -> int | None:
+    if not _open_mpi():
+        return None
+    out = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"Open MPI\)? (\d+)\.", out)
+    return int(m.group(1)) if m else None
+
+
+def usage_lines(rankfile: str) -> dict[int, list[str]]:
+    """Open MPI major version -> the mpirun arguments the rankfile's usage lines give for it."""
+    out = {}
+    for m in re.finditer(r"^# Use \(Open MPI (\d+)\): mpirun (.*) \.\.\.$", rankfile, re.MULTILINE):
+        out[int(m.group(1))] = m.group(2).split()
+    return out
+
+
+def test_the_rankfile_says_how_each_open_mpi_reads_it():
+    files = placement_files(fabric_of("rail-2tier"))
+    n = fabric_of("rail-2tier").spec.gpus
+    assert usage_lines(files["placement/rankfile"]) == {
+        5: ["--hostfile", "hostfile", "--map-by", "rankfile:file=rankfile", "-np", str(n)],
+        4: ["--hostfile", "hostfile", "--rankfile", "rankfile", "-np", str(n)]}
+
+
+@needs_open_mpi
+def test_the_rankfile_usage_line_of_this_open_mpi_works(tmp_path):
+    """The installed mpirun takes its version's usage line as written (run from the build's
+    placement folder): Open MPI 5 maps every rank where the rankfile puts it; Open MPI 4.1 takes
+    its line's options (it maps a rankfile only on the real nodes, so it shows no map here) and
+    refuses Open MPI 5's form, which is why both lines are given."""
+    fabric = fabric_of("rail-2tier")
+    files = placement_files(fabric)
+    for name in ("hostfile", "rankfile"):
+        (tmp_path / name).write_text(files[f"placement/{name}"])
+    major = _open_mpi_major()
+    lines = usage_lines(files["placement/rankfile"])
+    assert major in lines, f"the rankfile has no usage line for Open MPI {major}"
+    # the head node has fewer cores than slot=S names: bind nothing, map only
+    test_args = ["--allow-run-as-root", "--bind-to", "none", "--display-map", "--do-not-launch",
+                 "--mca", "if_base_do_not_resolve", "1", "/bin/true"]
+    run = subprocess.run([MPIRUN, *lines[major], *test_args], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    said = run.stdout + run.stderr
+    assert not re.search(r"unrecognized|unknown option|deprecated", said, re.IGNORECASE), said[-3000:]
+    rankfile = {int(m.group(1)): m.group(2) for m in re.finditer(r"^rank (\d+)=(\S+) slot=", files["placement/rankfile"],
+                                                                   re.MULTILINE)}
+    if major >= 5:
+        assert run.returncode == 0, said[-3000:]
+        assert mapped_ranks(run.stdout) == rankfile
+        # Open MPI 4's line still works on 5, with a warning that it is deprecated
+        old = subprocess.run([MPIRUN, *lines[4], *test_args], capture_output=True, text=True, timeout=120,
+                             cwd=tmp_path)
+        assert "Deprecated option:   rankfile" in old.stdout + old.stderr
+    else:
+        assert run.returncode == 0, said[-3000:]
+        new = subprocess.run([MPIRUN, *lines[5], *test_args], capture_output=True, text=True, timeout=120,
+                             cwd=tmp_path)
+        assert "unrecognized modifier" in new.stdout + new.stderr and new.returncode != 0
 
 
 @needs_open_mpi

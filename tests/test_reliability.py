@@ -87,7 +87,9 @@ def test_the_set_up_scripts_never_prompt_and_use_a_virtual_environment():
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     test = (ROOT / "scripts" / "test.sh").read_text()
     assert "-m venv --without-pip .venv" in setup and "bootstrap_pip.py" in setup and "VIRTUAL_ENV" in setup
-    assert "sudo -n" in test and "bash scripts/setup.sh test" in test
+    validators = (ROOT / "scripts" / "install_validators.sh").read_text()
+    assert "bash scripts/install_validators.sh" in test and "bash scripts/setup.sh test" in test
+    assert "sudo -n" in validators and "DEBIAN_FRONTEND=noninteractive" in validators
     readme = (ROOT / "README.md").read_text()
     assert "bash scripts/setup.sh && .venv/bin/topo build --gpus 1024" in readme
 

@@ -52,9 +52,11 @@ if TYPE_CHECKING:  # pragma: no cover
 #: 7 minutes. GraphML keeps the whole graph at every size.
 FULL_DOT_MAX_LINKS = 50_000
 
-#: containerlab node kinds: default image and what each switch's container is given.
+#: containerlab node kinds: default image and what each switch's container is given. The FRR
+#: image's tag is the spec's ``frr_version``, the release the configs are written for (their
+#: ``frr version`` line): :func:`clab_image`.
 CLAB_KINDS = {
-    "linux": "quay.io/frrouting/frr:8.4.4",
+    "linux": "quay.io/frrouting/frr:{frr_version}",
     "sonic-vs": "docker-sonic-vs:latest",
 }
 #: Image of the server containers of a dual-ToR lab (``linux`` kind): containerlab's usual test
@@ -108,7 +110,8 @@ def export_files(fabric: Fabric, configs: bool = True, kind: str = "linux", imag
         containerlab kind of the switches: ``linux`` runs FRR with each switch's ``frr.conf``;
         ``sonic-vs`` runs SONiC's virtual switch with its ``config_db.json``.
     image : str, optional
-        Container image; by default the kind's entry in :data:`CLAB_KINDS`.
+        Container image; by default the kind's entry in :data:`CLAB_KINDS` (:func:`clab_image`: for
+        ``linux``, FRR's image of the spec's ``frr_version``).
     user_dirs : iterable of path
         Template folders searched before the packaged templates (as for the configs).
 
@@ -758,6 +761,18 @@ def _switch_nodes(fabric: Fabric, kind: str, port_names: tuple[list[str], list[s
     return every[order].tolist()
 
 
+def clab_image(fabric: Fabric, kind: str = "linux") -> str:
+    """The default container image of the lab's switches: for ``linux``, FRR's image of the spec's
+    ``frr_version`` (``quay.io/frrouting/frr:10.5.4`` by default), the release every ``frr.conf``
+    names, so the lab runs the FRR the configs are written for.
+
+    >>> from topo import build_fabric, load_spec
+    >>> clab_image(build_fabric(load_spec({"gpus": 256, "frr_version": "10.3"})))
+    'quay.io/frrouting/frr:10.3'
+    """
+    return CLAB_KINDS[kind].format(frr_version=fabric.spec.frr_version)
+
+
 def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None = None) -> str:
     """The containerlab topology (``containerlab/NAME.clab.yml``) of the fabric's switches.
 
@@ -772,7 +787,7 @@ def containerlab_topology(fabric: Fabric, kind: str = "linux", image: str | None
     """
     if kind not in CLAB_KINDS:
         raise ExportError(f"unknown containerlab kind {kind!r}; choose one of {', '.join(CLAB_KINDS)}")
-    image = image or CLAB_KINDS[kind]
+    image = image or clab_image(fabric, kind)
     name = fabric.spec.name
     first_switch = fabric.first(1)
     switches = len(fabric.names) - first_switch

@@ -8,6 +8,20 @@
 #   roce-qos.sh --dry-run  print the commands only
 set -euo pipefail
 
+if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; fi
+
+# every program this script runs, checked before it changes anything (a dry run only prints)
+if [ "${DRY_RUN:-0}" != 1 ]; then
+  missing=""
+  for tool in ip mlnx_qos cma_roce_tos basename; do
+    command -v "$tool" > /dev/null 2>&1 || missing="$missing $tool"
+  done
+  if [ -n "$missing" ]; then
+    echo "roce-qos:$missing not found on PATH, nothing changed (mlnx_qos and cma_roce_tos come with NVIDIA's DOCA-OFED or MLNX_OFED, ip with iproute2)" >&2
+    exit 1
+  fi
+fi
+
 DEVICES=(mlx5_0)
 ROCE_TOS=106
 PFC=0,0,0,1,0,0,0,0
@@ -23,8 +37,6 @@ run() {
 write() {  # write VALUE to FILE (or print it in a dry run)
   if [ "${DRY_RUN:-0}" = 1 ]; then echo "echo $1 > $2"; else echo "$1" > "$2"; fi
 }
-
-if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; fi
 
 for dev in "${DEVICES[@]}"; do
   netdir=(/sys/class/infiniband/"$dev"/device/net/*)
