@@ -999,27 +999,32 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
 
 def read_sweep_json(path: Path) -> dict[str, Any]:
     """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
+    from .inputs import MAX_TABLE_BYTES, parse_json, read_text, shown_path
+
     file = path / "sweep.json" if path.is_dir() else path
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise AnalysisError([f"--sweep {path}: not a sweep written by topo sweep ({' '.join(str(exc).split())})"]) from None
+    try:  # a regular file of at most 64 MiB, nested however deep: one line, never the file's text
+        data = parse_json(read_text(file, MAX_TABLE_BYTES), shown_path(file))
+    except ValueError as exc:
+        raise AnalysisError([f"--sweep {exc}; not a sweep written by topo sweep"]) from None
     if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
-        raise AnalysisError([f"--sweep {path}: not a sweep.json written by topo sweep (no rows, pareto and columns)"])
+        raise AnalysisError([f"--sweep {shown_path(path)}: not a sweep.json written by topo sweep (no rows, pareto "
+                             f"and columns)"])
     return data
 
 
 def read_train_json(path: Path) -> dict[str, Any]:
     """The JSON that ``topo train -o`` wrote, checked."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise AnalysisError([f"--train {path}: not a result written by topo train -o ({' '.join(str(exc).split())})"]) from None
+    from .inputs import MAX_TABLE_BYTES, parse_json, read_text, shown_path
+
+    try:  # a regular file of at most 64 MiB, nested however deep: one line, never the file's text
+        data = parse_json(read_text(path, MAX_TABLE_BYTES), shown_path(path))
+    except ValueError as exc:
+        raise AnalysisError([f"--train {exc}; not a result written by topo train -o"]) from None
     from .outputs.train import result_problems
 
     problems = result_problems(data)
     if problems:
-        raise AnalysisError([f"--train {path}: not a result written by topo train -o ({problems[0]}"
+        raise AnalysisError([f"--train {shown_path(path)}: not a result written by topo train -o ({problems[0]}"
                              + (f", and {len(problems) - 1} more" if len(problems) > 1 else "") + ")"])
     return data
 
@@ -1502,29 +1507,28 @@ TRAIN_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 
 
 def _train_workload(fields: dict[str, Any]):
-    import yaml
+    from .inputs import InputFileError, read_text, shown_path
+    from .spec import parse_yaml
     from .workload import workload_from
 
     values: dict[str, Any] = {}
     path = fields.pop("workload_file")
     origin: dict[str, str]
     if path is not None:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise AnalysisError([f"--workload {path}: cannot read it ({exc.strerror or exc})"]) from None
-        except yaml.YAMLError as exc:
-            raise AnalysisError([f"--workload {path}: not YAML ({str(exc).splitlines()[0]})"]) from None
+        try:  # a regular file of at most 1 MiB: never a FIFO that blocks or /dev/zero
+            data = parse_yaml(read_text(path), f"--workload {shown_path(path)}")
+        except InputFileError as exc:
+            raise AnalysisError([f"--workload {exc}"]) from None
         if not isinstance(data, dict):
-            raise AnalysisError([f"--workload {path}: expected a mapping of workload fields"])
+            raise AnalysisError([f"--workload {shown_path(path)}: expected a mapping of workload fields"])
         from .workload import WORKLOAD_KEYS
 
         unknown = sorted(str(k) for k in data if k not in WORKLOAD_KEYS)
         if unknown:
-            raise AnalysisError([f"--workload {path}: {key}: not a workload field; known: "
-                                 f"{', '.join(WORKLOAD_KEYS)}" for key in unknown])
+            raise AnalysisError([f"--workload {shown_path(path)}: {quote(key)}: not a workload field; known: "
+                                 f"{', '.join(WORKLOAD_KEYS)}" for key in unknown[:10]])
         values.update(data)
-        origin = {key: f"--workload {path}: " for key in data}
+        origin = {key: f"--workload {shown_path(path)}: " for key in data}
     else:
         origin = {}
     for key, _, _ in TRAIN_FLAGS:

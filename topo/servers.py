@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 
 from .errors import SpecError, did_you_mean, quote
-from .inputs import InputFileError, read_text
+from .inputs import InputFileError, read_text, shown_path
 from .spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
 
 if TYPE_CHECKING:
@@ -606,10 +606,7 @@ def _some(items: list[str], limit: int = 8) -> str:
     return ", ".join(items[:limit]) + (", ..." if len(items) > limit else "")
 
 
-def _shown_path(path: Any, limit: int = 200) -> str:
-    """A file path as an error line shows it: as it is, or its first characters if it is very long."""
-    text = str(path)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+_shown_path = shown_path
 
 
 def _normal_busid(text: str) -> str | None:
@@ -1036,7 +1033,7 @@ def read_profile_text(text: str, source: str, default_name: str) -> ServerProfil
         body = {k: v for k, v in data.items() if k != "name"}
         return profile_from_dict(_name_text(name), body, source)
     if len(data) != 1:
-        keys = [k if isinstance(k, str) and len(k) <= 60 else quote(k) for k in islice(data, 9)]
+        keys = [quote(k) for k in islice(data, 9)]
         raise SpecError([f"server: profile file {shown}: holds {len(data)} profiles "
                          f"({_some(keys)}); a profile file describes one server type"])
     (name, body), = data.items()

@@ -22,7 +22,7 @@ import yaml
 
 from .catalog import platform_catalog, switch_catalog
 from .errors import SpecError, did_you_mean, quote
-from .inputs import MAX_TABLE_BYTES, InputFileError, read_text
+from .inputs import MAX_TABLE_BYTES, InputFileError, problem_kind, parse_error, read_text, shown_path
 
 #: Values of ``tiers``.
 TIERS = ("auto", 1, 2, 3)
@@ -271,8 +271,8 @@ def read_price_table(path: Path) -> PriceTable:
         raise ValueError(str(exc)) from None
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: malformed YAML ({str(exc).splitlines()[0]})") from None
+    except (RecursionError, ValueError, yaml.YAMLError) as exc:
+        raise ValueError(parse_error(exc, shown_path(path))) from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping with currency and switches, cables, transceivers")
     unknown = sorted(set(map(str, data)) - {"currency", "note", *PRICE_SECTIONS})
@@ -648,25 +648,36 @@ def _check_pattern(pattern: str) -> None:
 def read_hostname_table(path: Path, nodes: int) -> list[str]:
     """Host names by node index from a CSV file with the columns ``node,hostname``."""
     text = read_text(path, MAX_TABLE_BYTES)  # an InputFileError is a ValueError naming the file
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows or [c.strip() for c in rows[0]] != ["node", "hostname"]:
-        raise ValueError(f"{path}: the first line must be the header 'node,hostname'")
+    where = shown_path(path)
+    # newline="": the csv module splits the lines itself, so a lone carriage return ends a line as
+    # "\r\n" and "\n" do, instead of being an error
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as exc:  # a field past csv.field_size_limit(), a NUL, an unclosed quote
+        kind = ("a field longer than csv's limit of 131,072 characters" if "field limit" in str(exc)
+                else problem_kind(str(exc)))
+        raise ValueError(f"{where}, line {max(reader.line_num, 1):,}: not a CSV row ({kind})") from None
+    if not rows or [c.strip() for c in rows[0][1]] != ["node", "hostname"]:
+        raise ValueError(f"{where}: the first line must be the header 'node,hostname'")
     names: dict[int, str] = {}
-    for line, row in enumerate(rows[1:], start=2):
+    for line, row in rows[1:]:
         if not row or not "".join(row).strip():
             continue
-        if len(row) != 2 or not row[0].strip().isdigit():
-            raise ValueError(f"{path}, line {line}: expected 'node,hostname' with a node index, got {quote(','.join(row))}")
+        if len(row) != 2:
+            raise ValueError(f"{where}, line {line:,}: expected the two fields node,hostname, got {len(row):,}")
+        if not re.fullmatch(r"[0-9]{1,9}", row[0].strip()):  # ASCII digits: int() takes any script's
+            raise ValueError(f"{where}, line {line:,}: expected a node index (digits 0-9) in the first field")
         node, host = int(row[0]), row[1].strip()
         if node >= nodes:
-            raise ValueError(f"{path}, line {line}: node {node} is beyond the fabric's {nodes} nodes (0-{nodes - 1})")
+            raise ValueError(f"{where}, line {line:,}: node {node:,} is beyond the fabric's {nodes:,} nodes (0-{nodes - 1})")
         if node in names:
-            raise ValueError(f"{path}, line {line}: node {node} is listed twice")
+            raise ValueError(f"{where}, line {line:,}: node {node:,} is listed twice")
         names[node] = host
     missing = [i for i in range(nodes) if i not in names]
     if missing:
         shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")
-        raise ValueError(f"{path}: no host name for {len(missing)} of {nodes} nodes ({shown})")
+        raise ValueError(f"{where}: no host name for {len(missing):,} of {nodes:,} nodes ({shown})")
     return [names[i] for i in range(nodes)]
 
 
@@ -697,6 +708,12 @@ def node_names(spec: "FabricSpec") -> list[str]:
     return hostnames_from_pattern(pattern, spec.name, spec.nodes)
 
 
+class _TopoProblem(yaml.constructor.ConstructorError):
+    """A problem topo found in YAML, whose message quotes values only through ``quote``."""
+
+    topo_message = True
+
+
 class _SpecLoader(yaml.SafeLoader):
     """YAML 1.1 safe loader without base-60 numbers, so ``oversubscription: 3:1`` stays "3:1".
 
@@ -716,7 +733,7 @@ class _SpecLoader(yaml.SafeLoader):
             except TypeError:
                 continue  # an unhashable key: the base class reports it
             if first is not None:
-                raise yaml.constructor.ConstructorError(
+                raise _TopoProblem(
                     None, None, f"key {quote(key)} is given twice (first on line {first.line + 1})",
                     key_node.start_mark)
             seen[key] = key_node.start_mark
@@ -728,8 +745,8 @@ _LEADING_ZERO = "tag:topo,2026:leading-zero-number"
 
 def _refuse_leading_zero(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
     value = loader.construct_scalar(node)
-    raise yaml.constructor.ConstructorError(
-        None, None, f"{value} has a leading zero, which YAML 1.1 reads as octal; write it in decimal "
+    raise _TopoProblem(
+        None, None, f"{quote(value)} has a leading zero, which YAML 1.1 reads as octal; write it in decimal "
                     f"without the zero (or quote it if it is text)", node.start_mark)
 
 
@@ -754,18 +771,12 @@ _SpecLoader.add_implicit_resolver(
 
 
 def parse_yaml(text: str, where: str) -> Any:
-    """YAML text as data (without base-60 numbers), or SpecError ``"<where>: malformed YAML at ..."``."""
+    """YAML text as data (without base-60 numbers), or SpecError ``"<where>: malformed YAML at line
+    L, column C: <problem>"``, which never quotes the text (:func:`topo.inputs.parse_error`)."""
     try:
         return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
-    except RecursionError:
-        raise SpecError([f"{where}: malformed YAML: nested too deeply"]) from None
-    except ValueError:  # a number too long for Python's int
-        raise SpecError([f"{where}: malformed YAML: a number with more than 4,300 digits"]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError([f"{where}: malformed YAML{at}: {problem}"]) from None
+    except (RecursionError, ValueError, yaml.YAMLError) as exc:  # ValueError: a number too long for int
+        raise SpecError([parse_error(exc, where)]) from None
 
 
 def read_spec_file(path: str | Path) -> dict[str, Any]:
@@ -885,16 +896,24 @@ def _resolve_hostnames(values: dict[str, Any], overrides: Mapping[str, Any],
             source = "the default pattern"
         else:
             path = hostnames_file(given, overrides.get("hostnames") is not None, base_dir)
-            if given.lower().endswith(".csv") or path.is_file():
+            if given.lower().endswith(".csv") or _is_file(path):
                 names = read_hostname_table(path, nodes)
                 values["hostname_table"] = tuple(names)
-                source = str(path)
+                source = shown_path(path)
             else:
                 names = hostnames_from_pattern(given, values["name"], nodes)
                 source = f"pattern {quote(given)}"
         check_hostnames(names, source)
     except ValueError as exc:
         problems.append(f"hostnames: {exc}")
+
+
+def _is_file(path: Path) -> bool:
+    """Whether a regular file is at ``path``; False for a name the system refuses (too long, a NUL)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def hostnames_file(given: str, from_flag: bool, base_dir: str | Path | None) -> Path:

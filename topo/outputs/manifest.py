@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
 from .. import __version__
+from ..errors import quote
+from ..inputs import parse_json, read_text, shown_path
 
 #: File name of the stamp in a build folder.
 MANIFEST = "topo-build.json"
@@ -67,19 +69,21 @@ def read_manifest(folder: Path) -> dict[str, str]:
     if not path.is_file() or path.is_symlink():
         raise NotABuild(f"{folder} has no {MANIFEST}, so it is not a folder topo built (or one built before "
                         f"topo stamped its folders)")
-    try:
-        if path.stat().st_size > 64 << 20:
-            raise ValueError("too large")
-        data = json.loads(path.read_text(encoding="utf-8"))
-        files = data["files"]
-        fmt = data["topo_build"]
-        if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                  for k, v in files.items()):
-            raise ValueError("files is not a mapping of paths to digests")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise NotABuild(f"{path} cannot be read as topo's build stamp ({exc})") from None
-    if not isinstance(fmt, int) or fmt > MANIFEST_FORMAT:
-        raise NotABuild(f"{path} is of a newer format ({fmt!r}) than this topo reads ({MANIFEST_FORMAT})")
+    try:  # at most 64 MiB, and nested however deep: one line saying why, never a traceback
+        data = parse_json(read_text(path, 64 << 20), shown_path(path))
+    except ValueError as exc:  # an InputFileError or a JSON error, neither quoting the file's text
+        raise NotABuild(f"{exc}; it cannot be read as topo's build stamp") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    fmt = data.get("topo_build") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise NotABuild(f"{shown_path(path)} cannot be read as topo's build stamp (files is not a mapping of "
+                        f"paths to digests)")
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        raise NotABuild(f"{shown_path(path)} cannot be read as topo's build stamp (topo_build is not a format "
+                        f"number)")
+    if fmt > MANIFEST_FORMAT:
+        raise NotABuild(f"{shown_path(path)} is of a newer format ({quote(fmt)}) than this topo reads "
+                        f"({MANIFEST_FORMAT})")
     return files
 
 
