@@ -622,8 +622,40 @@ class TopoGroup(click.Group):
             if exc.errno == errno.EPIPE:
                 _quiet_stdout()
                 sys.exit(1)
-            raise
+            _os_error_exit(exc)
+        try:  # what is still buffered: a full disk shows here, not in Python's flush at exit
+            sys.stdout.flush()
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                _quiet_stdout()
+                sys.exit(1)
+            _echo_safely(f"Error: cannot write the output to standard output ({exc.strerror or exc})", err=True)
+            _quiet_stdout()
+            sys.exit(1)
         sys.exit(0)
+
+
+def _raised_by_echo(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised where click writes to a stream (``click.echo``): what topo prints."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_name == "echo" and tb.tb_frame.f_globals.get("__name__") == "click.utils"
+
+
+def _os_error_exit(exc: OSError) -> None:
+    """End with one ``Error:`` line and status 1 for a system call that failed on the user's
+    system: standard output that cannot be written (``topo switches > /dev/full``), or a file the
+    system refuses (a name too long, a folder that went away). Anything else is a bug, and raises."""
+    reason = exc.strerror or type(exc).__name__
+    if _raised_by_echo(exc) or exc.filename is None and _flush_fails():
+        _echo_safely(f"Error: cannot write the output to standard output ({reason})", err=True)
+        _quiet_stdout()
+        sys.exit(1)
+    if exc.filename is not None:
+        _echo_safely(f"Error: {quote(str(exc.filename))}: {reason}", err=True)
+        sys.exit(1)
+    raise exc
 
 
 class _Terminated(KeyboardInterrupt):
@@ -648,6 +680,15 @@ def _interrupts_as_keyboard_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _flush_fails() -> bool:
+    """Whether what standard output still buffers cannot be written."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        return True
+    return False
+
+
 def _echo_safely(text: str, err: bool = False) -> None:
     try:
         click.echo(text, err=err)
@@ -666,13 +707,21 @@ def _quiet_stdout() -> None:
 
 @click.group(cls=TopoGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="topo", message="%(prog)s %(version)s")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Design the network fabric of a GPU training cluster.
 
     \b
     Example:
       topo build --gpus 1024          # size, build and write a 1,024-GPU design
     """
+    if ctx.invoked_subcommand in ("switches", "servers"):  # they read and write no file
+        return
+    try:  # every other command reads or writes paths relative to the working folder
+        os.getcwd()
+    except OSError as exc:
+        raise TopoClickError(TopoError(f"the working folder cannot be found ({exc.strerror}: it was removed "
+                                       f"or renamed); cd to a folder that exists")) from None
 
 
 @main.command()
