@@ -537,8 +537,11 @@ def _allreduce_lines(a: Analysis) -> list[str]:
     routing = d["routing"] + (f" ({d['hash_field']}{', polarized' if d['hash_polarized'] else ''}{samples})"
                               if d["routing"] == "ecmp" else "")
     stages = d["stages_busbw_GBps"]
+    def rate(value: float | None) -> str:  # None: no such stage (one GPU a node has no NVLink step)
+        return "-" if value is None else f"{value:,.1f}"
+
     stage_text = "; ".join(
-        f"{name} network {st['network']:,.1f}, NVLink {st['nvlink']:,.1f}, PCIe {st['pcie']:,.1f} "
+        f"{name} network {rate(st['network'])}, NVLink {rate(st['nvlink'])}, PCIe {rate(st['pcie'])} "
         f"(bound: {st['bottleneck']})" for name, st in stages.items())
     lines = ["", head,
              f"  {o.order} order, {routing}, {o.qps} queue pair{'s' if o.qps > 1 else ''} per connection, {d['flows_per_nic']:g} flows per NIC, "
