@@ -64,6 +64,16 @@ def read_text(path: str | Path, limit: int = MAX_SPEC_BYTES) -> str:
                              f"{exc.start:,})") from None
 
 
+def ascii_digits(text: str) -> bool:
+    """Whether ``text`` is one or more of the digits 0-9. Python's ``int()`` and ``str.isdigit()``
+    also take the digits of other scripts (``"１０２４"`` is 1024 to them), which topo refuses.
+
+    >>> ascii_digits("1024"), ascii_digits("１０２４"), ascii_digits("")
+    (True, False, False)
+    """
+    return text.isascii() and text.isdigit()
+
+
 def shown_path(path: Any, limit: int = 200) -> str:
     """A file path as an error line shows it: as it is, or its first characters if it is very long
     (a 5,000-character name is not repeated whole)."""

@@ -22,7 +22,7 @@ import yaml
 
 from .catalog import platform_catalog, switch_catalog
 from .errors import SpecError, did_you_mean, quote
-from .inputs import MAX_TABLE_BYTES, InputFileError, problem_kind, parse_error, read_text, shown_path
+from .inputs import MAX_TABLE_BYTES, InputFileError, ascii_digits, parse_error, problem_kind, read_text, shown_path
 
 #: Values of ``tiers``.
 TIERS = ("auto", 1, 2, 3)
@@ -348,14 +348,14 @@ def _bounded(high: int, what: str) -> Callable[[Any], int]:
     return read
 
 
-_SUFFIXED = re.compile(r"\s*(\d{1,9}(?:\.\d{1,6})?)\s*([kKmM]?)\s*")
+_SUFFIXED = re.compile(r"\s*(\d{1,9}(?:\.\d{1,6})?)\s*([kKmM]?)\s*", re.ASCII)
 #: GPU counts: k and M are binary, as GPU counts are quoted (a "16K" cluster has 16,384 GPUs).
 _COUNT_UNITS = {"": 1, "k": 1 << 10, "K": 1 << 10, "m": 1 << 20, "M": 1 << 20}
 
 
 def _gpus(value: Any) -> int:
     """``1024``, or a count with a binary suffix: ``"1k"`` (1,024), ``"16K"``, ``"1.5k"`` (1,536)."""
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 4000:
+    if isinstance(value, str) and ascii_digits(value.strip()) and len(value.strip()) <= 4000:
         value = int(value)  # the bound is checked with the other fields
     if isinstance(value, str):
         match = _SUFFIXED.fullmatch(value)
@@ -368,7 +368,7 @@ def _gpus(value: Any) -> int:
     return _positive_int(value)
 
 
-_GBPS = re.compile(r"\s*(\d{1,6}(?:\.\d{1,4})?)\s*([gGtT]?)(?:b/s|bps|bit/s)?\s*")
+_GBPS = re.compile(r"\s*(\d{1,6}(?:\.\d{1,4})?)\s*([gGtT]?)(?:b/s|bps|bit/s)?\s*", re.ASCII)
 
 
 def _gbps(value: Any) -> int:
@@ -388,7 +388,7 @@ def _gbps(value: Any) -> int:
 
 
 _RATIO_NUMBER = r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*"
-_RATIO = re.compile(_RATIO_NUMBER + r"(?::" + _RATIO_NUMBER + r")?")
+_RATIO = re.compile(_RATIO_NUMBER + r"(?::" + _RATIO_NUMBER + r")?", re.ASCII)
 
 
 def _ratio(value: Any) -> Fraction:
@@ -423,7 +423,7 @@ def _ratio(value: Any) -> Fraction:
 
 
 def _tiers(value: Any) -> str | int:
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and ascii_digits(value.strip()) and len(value.strip()) <= 4:
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -489,7 +489,7 @@ def _pool(value: Any) -> str:
 
 
 def _asn_size(value: Any) -> str | int:
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and ascii_digits(value.strip()) and len(value.strip()) <= 4:
         value = int(value)
     if value in ASN_SIZES and not isinstance(value, bool):
         return value
@@ -746,7 +746,7 @@ _LEADING_ZERO = "tag:topo,2026:leading-zero-number"
 def _refuse_leading_zero(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
     value = loader.construct_scalar(node)
     raise _TopoProblem(
-        None, None, f"{quote(value)} has a leading zero, which YAML 1.1 reads as octal; write it in decimal "
+        None, None, f"{value if len(value) <= 20 else quote(value)} has a leading zero, which YAML 1.1 reads as octal; write it in decimal "
                     f"without the zero (or quote it if it is text)", node.start_mark)
 
 

@@ -169,7 +169,7 @@ def _read_speeds(raw: Any, kinds: Mapping[str, str], sources: Mapping, where: st
     for speed, entries in raw.items():
         speed = str(speed)
         parts = speed.split("/")
-        if len(parts) > 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        if len(parts) > 2 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
             problems.append(f"{where}: speeds key {quote(speed)} must be SPEED or SPEED/LANE in Gb/s, e.g. 400 "
                             f"or 400/50")
             continue
