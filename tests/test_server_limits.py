@@ -286,7 +286,7 @@ def test_a_bomb_as_the_whole_profile_name_map(tmp_path):
     # a file of several top-level entries names them, cut, without expanding any
     text = "laughs:\n" + BOMB + "other: *i\nthird: *i\n"
     (line,) = refused(*build(tmp_path, text))
-    assert line == f"server: profile file {tmp_path / 'site.yaml'}: holds 3 profiles ('laughs', 'other', 'third'); " \
+    assert line == f"server: profile file {tmp_path / 'site.yaml'}: holds 3 profiles (laughs, other, third); " \
                    f"a profile file describes one server type"
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import click
 
 from . import __version__
-from .errors import AnalysisError, TopoError, quote
+from .errors import AnalysisError, TopoError, key_name, quote
 from .analysis.choices import (ALGORITHMS, DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, HASH_FIELDS, MIN_AUTO_SAMPLES,
                                PROTOCOL_CHOICES, ROUTING_CHOICES)
 
@@ -1322,7 +1322,7 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
     known = ("spec", "base", "grid", "cases", "sizes", "fail_random", "trials")
     unknown = [k for k in data if k not in known]
     if unknown:
-        raise AnalysisError([f"{path}: unknown key {quote(k)}; a sweep file has {', '.join(known)}" for k in unknown])
+        raise AnalysisError([f"{path}: unknown key {key_name(k)}; a sweep file has {', '.join(known)}" for k in unknown])
     if data.get("base") is not None and not isinstance(data.get("base"), dict):
         raise AnalysisError([f"{path}: base must map spec fields to values"])
     grid = data.get("grid") or {}
@@ -1641,7 +1641,7 @@ def _train_workload(fields: dict[str, Any]):
 
         unknown = sorted(str(k) for k in data if k not in WORKLOAD_KEYS)
         if unknown:
-            raise AnalysisError([f"--workload {shown_path(path)}: {quote(key)}: not a workload field; known: "
+            raise AnalysisError([f"--workload {shown_path(path)}: {key_name(key)}: not a workload field; known: "
                                  f"{', '.join(WORKLOAD_KEYS)}" for key in unknown[:10]])
         values.update(data)
         origin = {key: f"--workload {shown_path(path)}: " for key in data}

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from .catalog import platform_catalog, switch_catalog
-from .errors import SpecError, did_you_mean, quote
+from .errors import SpecError, did_you_mean, key_name, quote
 from .inputs import MAX_TABLE_BYTES, InputFileError, ascii_digits, parse_error, problem_kind, read_text, shown_path
 
 #: Values of ``tiers``.
@@ -277,7 +277,7 @@ def read_price_table(path: Path) -> PriceTable:
         raise ValueError(f"{path}: expected a mapping with currency and switches, cables, transceivers")
     unknown = sorted(set(map(str, data)) - {"currency", "note", *PRICE_SECTIONS})
     if unknown:
-        raise ValueError(f"{path}: unknown key {quote(unknown[0])} (keys: currency, note, {', '.join(PRICE_SECTIONS)})")
+        raise ValueError(f"{shown_path(path)}: unknown key {key_name(unknown[0])} (keys: currency, note, {', '.join(PRICE_SECTIONS)})")
     currency = data.get("currency", "USD")
     if not isinstance(currency, str) or not re.fullmatch(r"[A-Za-z$€£¥]{1,8}", currency):
         raise ValueError(f"{path}: currency: expected a short name such as USD, got {quote(currency)}")
@@ -838,7 +838,9 @@ def load_spec(
     problems: list[str] = []
     for key in merged:
         if key not in _READERS:
-            problems.append(f"unknown field {quote(key)}{did_you_mean(str(key), FIELDS)}")
+            name = key_name(key)
+            problems.append(f"unknown field {name}{did_you_mean(str(key), FIELDS)}" if name.startswith("'")
+                            else f"unknown field: {name}")
     values: dict[str, Any] = {}
     for key, reader in _READERS.items():
         if key not in merged:
