@@ -1641,7 +1641,7 @@ def _train_workload(fields: dict[str, Any]):
 
         unknown = sorted(str(k) for k in data if k not in WORKLOAD_KEYS)
         if unknown:
-            raise AnalysisError([f"--workload {shown_path(path)}: {key_name(key)}: not a workload field; known: "
+            raise AnalysisError([f"--workload {shown_path(path)}: {key_name(key).strip(chr(39))}: not a workload field; known: "
                                  f"{', '.join(WORKLOAD_KEYS)}" for key in unknown[:10]])
         values.update(data)
         origin = {key: f"--workload {shown_path(path)}: " for key in data}
