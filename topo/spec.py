@@ -652,28 +652,31 @@ def read_hostname_table(path: Path, nodes: int) -> list[str]:
     # newline="": the csv module splits the lines itself, so a lone carriage return ends a line as
     # "\r\n" and "\n" do, instead of being an error
     reader = csv.reader(io.StringIO(text, newline=""))
+    names: dict[int, str] = {}
     try:
-        rows = [(reader.line_num, row) for row in reader]
+        header = next(reader, None)
+        if header is None or [c.strip() for c in header] != ["node", "hostname"]:
+            raise ValueError(f"{where}: the first line must be the header 'node,hostname'")
+        for row in reader:
+            if not row or not "".join(row).strip():
+                continue
+            line = reader.line_num
+            if len(row) != 2:
+                raise ValueError(f"{where}, line {line:,}: expected the two fields node,hostname, got {len(row):,}")
+            index = row[0].strip()
+            if not (len(index) <= 9 and ascii_digits(index)):  # int() takes any script's digits
+                raise ValueError(f"{where}, line {line:,}: expected a node index (digits 0-9) in the first field")
+            node, host = int(index), row[1].strip()
+            if node >= nodes:
+                raise ValueError(f"{where}, line {line:,}: node {node:,} is beyond the fabric's {nodes:,} nodes "
+                                 f"(0-{nodes - 1})")
+            if node in names:
+                raise ValueError(f"{where}, line {line:,}: node {node:,} is listed twice")
+            names[node] = host
     except csv.Error as exc:  # a field past csv.field_size_limit(), a NUL, an unclosed quote
         kind = ("a field longer than csv's limit of 131,072 characters" if "field limit" in str(exc)
                 else problem_kind(str(exc)))
         raise ValueError(f"{where}, line {max(reader.line_num, 1):,}: not a CSV row ({kind})") from None
-    if not rows or [c.strip() for c in rows[0][1]] != ["node", "hostname"]:
-        raise ValueError(f"{where}: the first line must be the header 'node,hostname'")
-    names: dict[int, str] = {}
-    for line, row in rows[1:]:
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) != 2:
-            raise ValueError(f"{where}, line {line:,}: expected the two fields node,hostname, got {len(row):,}")
-        if not re.fullmatch(r"[0-9]{1,9}", row[0].strip()):  # ASCII digits: int() takes any script's
-            raise ValueError(f"{where}, line {line:,}: expected a node index (digits 0-9) in the first field")
-        node, host = int(row[0]), row[1].strip()
-        if node >= nodes:
-            raise ValueError(f"{where}, line {line:,}: node {node:,} is beyond the fabric's {nodes:,} nodes (0-{nodes - 1})")
-        if node in names:
-            raise ValueError(f"{where}, line {line:,}: node {node:,} is listed twice")
-        names[node] = host
     missing = [i for i in range(nodes) if i not in names]
     if missing:
         shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")
