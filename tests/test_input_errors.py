@@ -114,6 +114,18 @@ def test_a_wrong_server_profile_file_never_shows_its_first_line(tmp_path, text, 
     one_error(run("build", "--gpus", 64, "--server", path, "-o", tmp_path / "out", "-q"), fragment)
 
 
+@pytest.mark.parametrize("command", ["build", "templates"])
+def test_a_template_error_names_the_line_never_a_long_token(tmp_path, command):
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (folder / "summary.md.j2").write_text("ok\n{% " + "x" * 60 + SECRET + " %}\n")
+    args = ["build", "--gpus", 64, "-o", tmp_path / "out", "-q"] if command == "build" else ["templates"]
+    one_error(run(*args, "--templates", folder), "template summary.md.j2 (in", "line 2: Encountered unknown tag")
+    (folder / "summary.md.j2").write_text("{{ owner.rack }}\n")
+    if command == "build":  # a short name a template uses is named, as a field is
+        one_error(run(*args, "--templates", folder), "line 1: 'owner' is undefined")
+
+
 # --- files that block, never end, or nest too deep ----------------------------------------------
 
 def test_a_fifo_as_workload_is_refused_at_once(tmp_path):

@@ -87,10 +87,22 @@ _QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'" r'|"(?:[^"\\\n]|\\.)*"')
 _KEEP = re.compile(r"'<[a-z ]{1,40}>'|'[^\w\s'\\]'")
 
 
-def problem_kind(problem: str) -> str:
+_NAME = re.compile(r"'[A-Za-z_][A-Za-z0-9_. ]{0,39}'")
+
+
+def problem_kind(problem: str, names: bool = False) -> str:
     """A parser's message without any text of the file it quotes: ``found undefined alias 'x'`` is
-    ``found undefined alias``; ``expected ',' or ']', but got '<stream end>'`` stays as it is."""
-    text = _QUOTED.sub(lambda m: m.group(0) if _KEEP.fullmatch(m.group(0)) else "", problem)
+    ``found undefined alias``; ``expected ',' or ']', but got '<stream end>'`` stays as it is. With
+    ``names``, a quoted name (``'owner' is undefined``, a template's variable) stays too, as an
+    error names a field.
+
+    >>> problem_kind("'owner' is undefined", names=True), problem_kind("unexpected '}'", names=True)
+    ("'owner' is undefined", "unexpected '}'")
+    """
+    def keep(m: re.Match) -> str:
+        return m.group(0) if _KEEP.fullmatch(m.group(0)) or names and _NAME.fullmatch(m.group(0)) else ""
+
+    text = _QUOTED.sub(keep, problem)
     text = " ".join(text.split())
     text = re.sub(r"\s+([,;:)])", r"\1", text)
     text = re.sub(r"[,;:]?\s*(but )?(found|got)?\s*$", "", text) if text != problem else text
