@@ -164,6 +164,16 @@ def test_a_stamp_nested_100k_deep_is_one_line(built, tmp_path):
                   "cannot be read as topo's build stamp")
 
 
+def test_check_of_a_config_db_nested_100k_deep_reports_it_changed(tmp_path):
+    folder = tmp_path / "design"
+    assert run("build", "--gpus", 64, "-o", folder, "-q", "--no-analysis").exit_code == 0
+    db = next((folder / "switches").glob("*/config_db.json"))
+    db.write_text("[" * 100_000)
+    result = run("check", folder, "-q")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert any(str(db.relative_to(folder)) in line for line in error_lines(result.stderr)), result.stderr
+
+
 def test_a_train_result_nested_100k_deep_is_one_line(tmp_path):
     path = tmp_path / "train.json"
     path.write_text("[" * 100_000)

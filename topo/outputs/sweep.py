@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 from .. import __version__
 from ..errors import TopoError
+from ..inputs import MAX_TABLE_BYTES, read_text
 
 #: Bumped when the meaning of a cached row changes (with the topo version, part of every key).
 CACHE_FORMAT = 2
@@ -301,10 +302,10 @@ class Cache:
     def get(self, key: str) -> dict[str, Any] | None:
         if self.folder is None:
             return None
-        try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # absent, or cut short by a crash: computed again
+        try:  # a regular file of at most 64 MiB: never a FIFO that blocks
+            data = json.loads(read_text(self.path(key), MAX_TABLE_BYTES))
+        except (ValueError, RecursionError):  # absent, cut short by a crash, or not ours: computed again
+            return None
         if not isinstance(data, dict) or data.get("key") != key or data.get("format") != CACHE_FORMAT \
                 or not isinstance(data.get("row"), dict):
             return None
