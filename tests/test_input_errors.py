@@ -136,6 +136,13 @@ def test_a_fifo_as_workload_is_refused_at_once(tmp_path):
     one_error(result, f"--workload {fifo} is not a regular file (a FIFO)")
 
 
+def test_a_fifo_as_nccl_constants_of_a_sweep_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    result = topo("sweep", "--gpus", "64", "--nccl-constants", str(fifo), "-q", cwd=tmp_path, timeout=60)
+    one_error(result, f"--nccl-constants {fifo} is not a regular file (a FIFO)")
+
+
 def test_dev_zero_as_workload_is_refused_at_once():
     one_error(run("train", "--gpus", 64, "--model", "llama3-8b", "--workload", "/dev/zero", "-q"),
               "--workload /dev/zero is not a regular file (a character device)")
@@ -233,6 +240,16 @@ def test_a_5000_character_name_is_one_short_line(tmp_path, monkeypatch, args):
     line = one_error(result)
     assert len(line) < 400, line
     assert sorted(os.listdir(tmp_path)) == []
+
+
+@pytest.mark.parametrize("args", [["report", "spec.yaml", "--train", LONG], ["build", "--gpus", "64", "--radix", LONG],
+                                  ["build", "--gpus", "64", "--templates", LONG]], ids=["train", "radix", "templates"])
+def test_a_5000_character_value_click_refuses_is_cut(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    Path("spec.yaml").write_text("gpus: 64\n")
+    result = run(*args)
+    line = one_error(result, "...'", code=2)
+    assert len(line) < 200, line
 
 
 def test_a_removed_working_folder_is_one_line(tmp_path):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import click
 
 from . import __version__
-from .errors import AnalysisError, TopoError, key_name, quote
+from .errors import QUOTE_LIMIT, AnalysisError, TopoError, key_name, quote
 from .analysis.choices import (ALGORITHMS, DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, HASH_FIELDS, MIN_AUTO_SAMPLES,
                                PROTOCOL_CHOICES, ROUTING_CHOICES)
 
@@ -674,6 +674,8 @@ class TopoGroup(click.Group):
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
+            if not isinstance(exc, TopoClickError):  # click's own line quotes a value whole
+                exc.message = _LONG_WORD.sub(lambda m: m.group(0)[:QUOTE_LIMIT - 4] + "...'", exc.message)
             exc.show()
             sys.exit(exc.exit_code)
         except (click.Abort, KeyboardInterrupt) as exc:  # click turns KeyboardInterrupt into Abort
@@ -700,6 +702,10 @@ class TopoGroup(click.Group):
             _quiet_stdout()
             sys.exit(1)
         sys.exit(0)
+
+
+#: A value click quotes in its message ('...' of more than QUOTE_LIMIT characters): cut as quote() cuts.
+_LONG_WORD = re.compile(r"'[^'\s]{%d,}'" % QUOTE_LIMIT)
 
 
 def _raised_by_echo(exc: BaseException) -> bool:
@@ -1556,11 +1562,13 @@ def _file_digest(name: str) -> str:
     """The SHA-256 of a file a design reads (an NCCL constants file), so that editing it recomputes."""
     import hashlib
 
-    path = Path(name)  # as the analysis reads it: from the working folder
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise AnalysisError([f"--nccl-constants {name}: cannot read it ({exc.strerror or exc})"]) from None
+    from .inputs import InputFileError, read_text
+
+    try:  # as the analysis reads it: from the working folder, a regular file of at most 1 MiB
+        text = read_text(name)
+    except InputFileError as exc:
+        raise AnalysisError([f"--nccl-constants {exc}"]) from None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _params_key(params: tuple[tuple[str, Any], ...]) -> str:
