@@ -87,6 +87,15 @@ def test_a_yaml_error_names_the_file_line_and_problem_never_the_text(tmp_path, k
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("case", sorted(BAD_YAML))
+def test_check_of_an_edited_spec_never_prints_it(built, tmp_path, case):
+    folder = tmp_path / "design"
+    subprocess.run(["cp", "-r", str(built), str(folder)], check=True)
+    text, fragment = BAD_YAML[case]
+    (folder / "spec.yaml").write_text(text)
+    one_error(run("check", folder, "-q"), f"spec file {folder / 'spec.yaml'}: malformed YAML", fragment)
+
+
 @pytest.mark.parametrize("kind", ["--train", "--sweep"])
 def test_a_json_error_names_the_file_line_and_problem(tmp_path, kind):
     path = tmp_path / "result.json"
