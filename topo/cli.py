@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import click
 
 from . import __version__
-from .errors import AnalysisError, TopoError, quote
+from .errors import QUOTE_LIMIT, AnalysisError, TopoError, key_name, quote
 from .analysis.choices import (ALGORITHMS, DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, HASH_FIELDS, MIN_AUTO_SAMPLES,
                                PROTOCOL_CHOICES, ROUTING_CHOICES)
 
@@ -33,6 +33,35 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Everything else is imported by the command that uses it: ``topo --version``, ``--help`` and the
 # commands that do not analyse load neither numpy, scipy, networkx nor the analyses.
+
+
+class _AsciiNumber(click.ParamType):
+    """A number flag written in the digits 0-9: Python's int() and float() also read the digits of
+    other scripts (``--gpus １０２４`` would be 1024), which topo refuses as a malformed value."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and not value.isascii():
+            self.fail(f"{quote(value)} is not a number written in the digits 0-9", param, ctx)
+        return super().convert(value, param, ctx)  # type: ignore[misc]
+
+
+class _Int(_AsciiNumber, click.types.IntParamType):
+    pass
+
+
+class _Float(_AsciiNumber, click.types.FloatParamType):
+    pass
+
+
+class IntRange(_AsciiNumber, click.IntRange):
+    """click.IntRange, in the digits 0-9 only."""
+
+
+class FloatRange(_AsciiNumber, click.FloatRange):
+    """click.FloatRange, in the digits 0-9 only."""
+
+
+INT, FLOAT = _Int(), _Float()
 
 
 class TopoClickError(click.ClickException):
@@ -123,25 +152,25 @@ class Progress:
 SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("name", "--name", {"help": "Fabric name, the prefix of switch and host names [cluster]."}),
     ("gpus", "--gpus", {"metavar": "N", "help": "GPUs to connect, e.g. 1024 or 16k (k = 1,024) (required here or in the spec file)."}),
-    ("gpus_per_node", "--gpus-per-node", {"type": click.INT, "help": "GPUs per server [8]."}),
-    ("nics_per_node", "--nics-per-node", {"type": click.INT, "help": "NICs (rails) per server [one per GPU]."}),
+    ("gpus_per_node", "--gpus-per-node", {"type": INT, "help": "GPUs per server [8]."}),
+    ("nics_per_node", "--nics-per-node", {"type": INT, "help": "NICs (rails) per server [one per GPU]."}),
     ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [400]."}),
-    ("planes", "--planes", {"type": click.INT, "metavar": "N", "help": "Planes: each NIC has N ports of nic-gbps/N, port p into plane p, and no link joins two planes [1]."}),
+    ("planes", "--planes", {"type": INT, "metavar": "N", "help": "Planes: each NIC has N ports of nic-gbps/N, port p into plane p, and no link joins two planes [1]."}),
     ("dual_tor", "--dual-tor/--single-tor", {"default": None, "help": "Cable each NIC to two leaves of a leaf pair (an MCLAG pair), bonded, half its speed to each, so a lost link or leaf halves it instead of cutting it [single]."}),
     ("switch", "--switch", {"help": "Switch model from the catalogue (see 'topo switches'); sets radix and port speed."}),
     ("leaf_switch", "--leaf-switch", {"metavar": "MODEL", "help": "Leaf model, if not --switch's [--switch]."}),
     ("spine_switch", "--spine-switch", {"metavar": "MODEL", "help": "Spine model, if not --switch's (its radix may differ) [--switch]."}),
     ("core_switch", "--core-switch", {"metavar": "MODEL", "help": "Core model, if not --switch's (its radix may differ) [--switch]."}),
     ("platform", "--platform", {"help": "SONiC SKU of the switch model (see 'topo switches') [the model's]."}),
-    ("switch_watts", "--switch-watts", {"type": click.FLOAT, "metavar": "W",
+    ("switch_watts", "--switch-watts", {"type": FLOAT, "metavar": "W",
                                         "help": "Power of one switch with its optics, for a switch without a catalogue model [unknown]."}),
-    ("radix", "--radix", {"type": click.INT, "help": "Ports per switch [64]."}),
+    ("radix", "--radix", {"type": INT, "help": "Ports per switch [64]."}),
     ("port_gbps", "--port-gbps", {"metavar": "GBPS", "help": "Switch port speed in Gb/s: 400, 800G or 1.6T [400]."}),
     ("tiers", "--tiers", {"type": click.Choice(["auto", "1", "2", "3"]), "help": "Switch tiers [auto: fewest that fit; 1: one switch, or one per rail (rail-only), no spines]."}),
     ("oversubscription", "--oversubscription", {"help": "Leaf downlink:uplink bandwidth, e.g. 1, 3 or 3:1 [1]."}),
     ("spine_oversubscription", "--spine-oversubscription", {"help": "Spine downlink:uplink bandwidth, three tiers [1]."}),
     ("placement", "--placement", {"type": click.Choice(["rail", "rack"]), "help": "rail-optimized or rack (ToR) [rail]."}),
-    ("spines", "--spines", {"type": click.INT, "help": "Spines (per pod in three tiers), to cable for growth [fewest that fit]."}),
+    ("spines", "--spines", {"type": INT, "help": "Spines (per pod in three tiers), to cable for growth [fewest that fit]."}),
     ("grow_to", "--grow-to", {"metavar": "N", "help": "GPUs the spines and cores are cabled for, to grow into later by adding leaves (and pods) [gpus]."}),
     ("loopback_pool", "--loopback-pool", {"help": "IPv4 prefix of switch loopbacks [10.255.0.0/16]."}),
     ("p2p_pool", "--p2p-pool", {"help": "IPv4 prefix of switch-to-switch /31s [10.64.0.0/11]."}),
@@ -150,14 +179,14 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("unnumbered", "--unnumbered/--numbered", {"default": None, "help": "BGP on interfaces (IPv6 link-local) instead of /31s [numbered]."}),
     ("bfd", "--bfd/--no-bfd", {"default": None, "help": "BFD on every BGP session [no]."}),
     ("qos", "--qos", {"type": click.Choice(["nvidia", "sonic"]), "help": "Lossless RoCE QoS profile [nvidia]."}),
-    ("mtu", "--mtu", {"type": click.INT, "help": "MTU of switch ports and NICs [9100]."}),
+    ("mtu", "--mtu", {"type": INT, "help": "MTU of switch ports and NICs [9100]."}),
     ("frr_version", "--frr-version", {"type": click.STRING, "metavar": "VERSION",
                                       "help": "FRR release the switches run, for 'frr version' [10.5.4]."}),
     ("routing_mode", "--routing-mode", {"type": click.Choice(["split-unified", "unified"]),
                                         "help": "Who owns BGP on SONiC: the rendered frr.conf (split-unified) or bgpcfgd from config_db (unified) [split-unified]."}),
-    ("cable_node_leaf_m", "--cable-node-leaf-m", {"type": click.FLOAT, "help": "Server-to-leaf cable length [3 m rack, 20 m rail]."}),
-    ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": click.FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
-    ("cable_spine_core_m", "--cable-spine-core-m", {"type": click.FLOAT, "help": "Spine-to-core cable length [100 m]."}),
+    ("cable_node_leaf_m", "--cable-node-leaf-m", {"type": FLOAT, "help": "Server-to-leaf cable length [3 m rack, 20 m rail]."}),
+    ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
+    ("cable_spine_core_m", "--cable-spine-core-m", {"type": FLOAT, "help": "Spine-to-core cable length [100 m]."}),
     ("server", "--server", {"metavar": "PROFILE|YAML", "help": "Server profile for NCCL topology files: a name from 'topo servers' or a YAML file [one matching GPUs and NICs per node]."}),
     ("prices", "--prices", {"metavar": "YAML", "help": "Price list for the bill of materials' cost (examples/prices/) [none]."}),
     ("hostnames", "--hostnames", {"metavar": "PATTERN|CSV", "help": "Server host names: a pattern such as 'gpu{number:04d}' ({node} from 0, {number} from 1, {name}) or a CSV file node,hostname [NAME-node0000]."}),
@@ -222,40 +251,75 @@ def spec_from_cli(spec_file: Path | None, fields: dict[str, Any], progress: "Pro
     return spec
 
 
-#: Message size units: K, M, G, T (and KiB ... TiB) are binary, as in nccl-tests; KB ... TB decimal.
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20,
-          "G": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TIB": 1 << 40,
-          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+#: Message size prefixes: binary (nccl-tests counts 8G as 8 GiB), and decimal when a unit follows
+#: (8GB, 8Gb); the prefix's case does not matter. The unit's does: B is bytes, b is bits.
+_PREFIXES = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 #: Largest message size and most sizes one analysis takes.
 MAX_SIZE = 1 << 40
 MAX_SIZES = 64
-_SIZE = re.compile(r"(\d{1,13}(?:\.\d{1,6})?)\s*([A-Za-z]{0,3})")
+_SIZE = re.compile(r"([0-9]{1,13}(?:\.[0-9]{1,6})?)\s*(?:([KMGTkmgt])(i|I)?)?([Bb]?)")
+
+
+def size_unit(text: str) -> tuple[int, str]:
+    """``(bytes, how it was read)`` of a message size; ValueError for anything else.
+
+    The prefix K, M, G, T (either case) is binary alone or with ``i`` (``8G``, ``8GiB``: 8 GiB, as
+    nccl-tests counts) and decimal before a unit (``8GB``: 8,000,000,000 bytes). The unit's case
+    matters: ``B`` is bytes and ``b`` bits, as on a data sheet (``8Gb`` is 8 gigabits, 1,000,000,000
+    bytes; ``8Gib`` 8 gibibits, 1 GiB). A size must come to a whole number of bytes.
+
+    >>> size_unit("8G")[0], size_unit("8GiB")[0], size_unit("8GB")[0], size_unit("8Gb")[0], size_unit("8Gib")[0]
+    (8589934592, 8589934592, 8000000000, 1000000000, 1073741824)
+    """
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise ValueError(text)
+    number, prefix, binary, unit = match.groups()
+    prefix = (prefix or "").upper()
+    power = _PREFIXES[prefix]
+    decimal = bool(prefix) and not binary and bool(unit)
+    scale = 1000 ** power if decimal else 1 << (10 * power)
+    bits = unit == "b"
+    value = Fraction(number) * scale / (8 if bits else 1)
+    if value.denominator != 1 or not 1 <= value <= MAX_SIZE:
+        raise ValueError(text)
+    kind = ("bits" if bits else "bytes") if unit else "bytes"
+    how = (f"{'decimal' if decimal else 'binary'} {kind}" if prefix else kind)
+    return int(value), how
 
 
 def parse_size(text: str) -> int:
-    """``"1M"``, ``"1MiB"``, ``"8G"`` or ``"4096"`` -> bytes (binary units); ``"8GB"`` is decimal.
+    """``"1M"``, ``"1MiB"``, ``"8G"`` or ``"4096"`` -> bytes (binary units); ``"8GB"`` is decimal
+    and ``"8Gb"`` decimal bits (:func:`size_unit`).
 
-    >>> parse_size("8GiB"), parse_size("1m"), parse_size("4096"), parse_size("1GB")
-    (8589934592, 1048576, 4096, 1000000000)
+    >>> parse_size("8GiB"), parse_size("1m"), parse_size("4096"), parse_size("1GB"), parse_size("8Gb")
+    (8589934592, 1048576, 4096, 1000000000, 1000000000)
     """
-    match = _SIZE.fullmatch(text.strip())
-    unit = match.group(2).upper() if match else ""
-    if not match or unit not in _UNITS:
-        raise ValueError(text)
-    size = int(Fraction(match.group(1)) * _UNITS[unit])
-    if not 1 <= size <= MAX_SIZE:
-        raise ValueError(text)
-    return size
+    return size_unit(text)[0]
 
 
 def size_note(text: str) -> str | None:
-    """A line saying which unit a decimal size took (``8GB`` is 8,000,000,000 bytes, not 8 GiB)."""
-    unit = text.strip().upper().lstrip("0123456789. ")
-    if unit in ("KB", "MB", "GB", "TB"):
-        binary = text.strip()[:-1].rstrip("bB").rstrip() or text
-        return (f"--sizes {text.strip()}: {parse_size(text):,} bytes ({unit} is decimal; "
-                f"{binary} or {binary}iB is {parse_size(binary):,})")
+    """A line saying how a size in decimal units or in bits was read (``8GB`` is 8,000,000,000
+    bytes, not 8 GiB; ``8Gb`` is 8 gigabits, 1,000,000,000 bytes)."""
+    size, how = size_unit(text)
+    text = text.strip()
+    match = _SIZE.fullmatch(text)
+    number, prefix = match.group(1), (match.group(2) or "").upper()
+    if how == "decimal bytes":
+        binary = int(Fraction(number) * (1 << 10 * _PREFIXES[prefix]))  # not bounded: only said
+        return (f"--sizes {text}: {size:,} bytes ({prefix}B is decimal; {number}{prefix} or {number}{prefix}iB "
+                f"is {binary:,})")
+    if how.endswith("bits"):
+        binary = how.startswith("binary")
+        names = _BINARY_NAMES if binary else _DECIMAL_NAMES
+        as_bytes = f"{number}{prefix}{'i' if binary else ''}B"
+        return (f"--sizes {text}: {size:,} bytes (b is bits: {number} {names[prefix]}bits; {as_bytes} is "
+                f"{size * 8:,} bytes)")
     return None
+
+
+_DECIMAL_NAMES = {"": "", "K": "kilo", "M": "mega", "G": "giga", "T": "tera"}
+_BINARY_NAMES = {"": "", "K": "kibi", "M": "mebi", "G": "gibi", "T": "tebi"}
 
 
 class Sizes(tuple):
@@ -283,10 +347,10 @@ class SizeList(click.ParamType):
 
 
 ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
-    ("job_gpus", "--job-gpus", {"type": click.INT, "help": "GPUs of the job that all-reduces [all]."}),
+    ("job_gpus", "--job-gpus", {"type": INT, "help": "GPUs of the job that all-reduces [all]."}),
     ("order", "--order", {"type": click.Choice(["topology", "random"]), "default": "topology", "show_default": True,
                           "help": "Rank order: keep scalable units and leaves together, or shuffled."}),
-    ("seed", "--seed", {"type": click.IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
+    ("seed", "--seed", {"type": IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
                         "help": "Seed of --order random, --fail-random and random bisection splits."}),
     ("algo", "--algo", {"type": click.Choice(list(ALGORITHMS)), "default": "auto", "show_default": True,
                         "help": "All-reduce algorithm (NCCL_ALGO): NCCL's choice per size, or one of them."}),
@@ -295,12 +359,12 @@ ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("routing", "--routing", {"type": click.Choice(list(ROUTING_CHOICES)), "default": "auto", "show_default": True,
                               "help": "ECMP hashing, adaptive routing, or InfiniBand D-mod-K; auto: D-mod-K on "
                                       "InfiniBand switch models, ECMP on Ethernet."}),
-    ("qps", "--qps", {"type": click.INT, "default": None,
+    ("qps", "--qps", {"type": INT, "default": None,
                       "help": "Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION) [1; 2 with --dual-tor, "
                               "one on each link of a NIC's bond]."}),
-    ("hash_seed", "--hash-seed", {"type": click.IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
+    ("hash_seed", "--hash-seed", {"type": IntRange(0, 2**32 - 1), "default": 0, "show_default": True,
                                   "help": "First seed of the ECMP hash samples."}),
-    ("hash_samples", "--hash-samples", {"type": click.INT, "default": None,
+    ("hash_samples", "--hash-samples", {"type": INT, "default": None,
                                         "help": f"ECMP hash draws; figures are their median (and 5th "
                                                 f"percentile) [{DEFAULT_HASH_SAMPLES}, fewer (at least "
                                                 f"{MIN_AUTO_SAMPLES}) past {HASH_BUDGET:,} hashed sub-flow draws]."}),
@@ -314,15 +378,15 @@ ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("sharp", "--sharp/--no-sharp", {"default": False, "show_default": True,
                                      "help": "In-network reduction (SHARP) on InfiniBand switches: enables "
                                              "CollNet and multi-node NVLS."}),
-    ("channels", "--channels", {"type": click.INT, "default": None,
+    ("channels", "--channels", {"type": INT, "default": None,
                                 "help": "NCCL channels of the communicator (NCCL_MIN/MAX_NCHANNELS) [NCCL's]."}),
     ("cc", "--cc", {"type": click.Choice(["ecn", "pfc"]), "default": "ecn", "show_default": True,
                     "help": "Congestion control: ECN/DCQCN (max-min fair) or PFC alone (pause spreading)."}),
-    ("link_efficiency", "--link-efficiency", {"type": click.FLOAT, "default": 0.94, "show_default": True,
+    ("link_efficiency", "--link-efficiency", {"type": FLOAT, "default": 0.94, "show_default": True,
                                               "help": "Usable fraction of every link (47 of 50 GB/s on NDR)."}),
-    ("switch_latency_ns", "--switch-latency-ns", {"type": click.FLOAT, "default": 300.0, "show_default": True,
+    ("switch_latency_ns", "--switch-latency-ns", {"type": FLOAT, "default": 300.0, "show_default": True,
                                                   "help": "Latency per switch hop."}),
-    ("step_latency_us", "--step-latency-us", {"type": click.FLOAT, "default": None,
+    ("step_latency_us", "--step-latency-us", {"type": FLOAT, "default": None,
                                               "help": "Network post overhead per ring step (NCCL_NET_OVERHEAD, "
                                                       "in us) [NCCL's: 1 on Intel, 2 on AMD hosts]."}),
     ("nccl_constants", "--nccl-constants", {"type": click.STRING, "default": None, "metavar": "FILE",
@@ -332,9 +396,9 @@ ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
                           "help": "Message sizes, comma-separated [1M to 8G in steps of 4x, and 8G]."}),
     ("fail", "--fail", {"multiple": True, "metavar": "NAME[:PORT]",
                         "help": "Fail a switch, a server, or the link on one port (repeatable)."}),
-    ("fail_random", "--fail-random", {"type": click.FLOAT, "default": 0.0, "metavar": "FRACTION",
+    ("fail_random", "--fail-random", {"type": FLOAT, "default": 0.0, "metavar": "FRACTION",
                                       "help": "Fail this fraction of switch-to-switch links at random (--seed)."}),
-    ("random_splits", "--random-splits", {"type": click.IntRange(0, 64), "default": 4, "show_default": True,
+    ("random_splits", "--random-splits", {"type": IntRange(0, 64), "default": 4, "show_default": True,
                                           "help": "Random balanced splits that max-flow checks for bisection."}),
 ]
 
@@ -540,8 +604,11 @@ def _allreduce_lines(a: Analysis) -> list[str]:
     routing = d["routing"] + (f" ({d['hash_field']}{', polarized' if d['hash_polarized'] else ''}{samples})"
                               if d["routing"] == "ecmp" else "")
     stages = d["stages_busbw_GBps"]
+    def rate(value: float | None) -> str:  # None: no such stage (one GPU a node has no NVLink step)
+        return "-" if value is None else f"{value:,.1f}"
+
     stage_text = "; ".join(
-        f"{name} network {st['network']:,.1f}, NVLink {st['nvlink']:,.1f}, PCIe {st['pcie']:,.1f} "
+        f"{name} network {rate(st['network'])}, NVLink {rate(st['nvlink'])}, PCIe {rate(st['pcie'])} "
         f"(bound: {st['bottleneck']})" for name, st in stages.items())
     lines = ["", head,
              f"  {o.order} order, {routing}, {o.qps} queue pair{'s' if o.qps > 1 else ''} per connection, {d['flows_per_nic']:g} flows per NIC, "
@@ -625,6 +692,8 @@ class TopoGroup(click.Group):
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
+            if not isinstance(exc, TopoClickError):  # click's own line quotes a value whole
+                exc.message = _LONG_WORD.sub(lambda m: m.group(0)[:QUOTE_LIMIT - 4] + "...'", exc.message)
             exc.show()
             sys.exit(exc.exit_code)
         except (click.Abort, KeyboardInterrupt) as exc:  # click turns KeyboardInterrupt into Abort
@@ -640,8 +709,44 @@ class TopoGroup(click.Group):
             if exc.errno == errno.EPIPE:
                 _quiet_stdout()
                 sys.exit(1)
-            raise
+            _os_error_exit(exc)
+        try:  # what is still buffered: a full disk shows here, not in Python's flush at exit
+            sys.stdout.flush()
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                _quiet_stdout()
+                sys.exit(1)
+            _echo_safely(f"Error: cannot write the output to standard output ({exc.strerror or exc})", err=True)
+            _quiet_stdout()
+            sys.exit(1)
         sys.exit(0)
+
+
+#: A value click quotes in its message ('...' of more than QUOTE_LIMIT characters): cut as quote() cuts.
+_LONG_WORD = re.compile(r"'[^'\s]{%d,}'" % QUOTE_LIMIT)
+
+
+def _raised_by_echo(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised where click writes to a stream (``click.echo``): what topo prints."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_name == "echo" and tb.tb_frame.f_globals.get("__name__") == "click.utils"
+
+
+def _os_error_exit(exc: OSError) -> None:
+    """End with one ``Error:`` line and status 1 for a system call that failed on the user's
+    system: standard output that cannot be written (``topo switches > /dev/full``), or a file the
+    system refuses (a name too long, a folder that went away). Anything else is a bug, and raises."""
+    reason = exc.strerror or type(exc).__name__
+    if _raised_by_echo(exc) or exc.filename is None and _flush_fails():
+        _echo_safely(f"Error: cannot write the output to standard output ({reason})", err=True)
+        _quiet_stdout()
+        sys.exit(1)
+    if exc.filename is not None:
+        _echo_safely(f"Error: {quote(str(exc.filename))}: {reason}", err=True)
+        sys.exit(1)
+    raise exc
 
 
 class _Terminated(KeyboardInterrupt):
@@ -666,6 +771,15 @@ def _interrupts_as_keyboard_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _flush_fails() -> bool:
+    """Whether what standard output still buffers cannot be written."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        return True
+    return False
+
+
 def _echo_safely(text: str, err: bool = False) -> None:
     try:
         click.echo(text, err=err)
@@ -684,13 +798,21 @@ def _quiet_stdout() -> None:
 
 @click.group(cls=TopoGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="topo", message="%(prog)s %(version)s")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Design the network fabric of a GPU training cluster.
 
     \b
     Example:
       topo build --gpus 1024          # size, build and write a 1,024-GPU design
     """
+    if ctx.invoked_subcommand in ("switches", "servers"):  # they read and write no file
+        return
+    try:  # every other command reads or writes paths relative to the working folder
+        os.getcwd()
+    except OSError as exc:
+        raise TopoClickError(TopoError(f"the working folder cannot be found ({exc.strerror}: it was removed "
+                                       f"or renamed); cd to a folder that exists")) from None
 
 
 @main.command()
@@ -701,7 +823,7 @@ def main() -> None:
 @discard_edits_option
 @click.option("--no-analysis", is_flag=True, help="Skip the analysis (analysis.json and the headline figures).")
 @click.option("--no-configs", is_flag=True, help="Skip the switch and host configs.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None,
+@click.option("-j", "--jobs", type=IntRange(1, 512), default=None,
               help="Processes that render switch configs [one per CPU].")
 @templates_option
 @format_option
@@ -852,7 +974,7 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
 @main.command(name="check")
 @click.argument("design", type=click.Path(file_okay=False, path_type=Path))
 @templates_option
-@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None,
+@click.option("-j", "--jobs", type=IntRange(1, 512), default=None,
               help="Processes that render switch configs [one per CPU].")
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
@@ -1026,27 +1148,32 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
 
 def read_sweep_json(path: Path) -> dict[str, Any]:
     """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
+    from .inputs import MAX_TABLE_BYTES, parse_json, read_text, shown_path
+
     file = path / "sweep.json" if path.is_dir() else path
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise AnalysisError([f"--sweep {path}: not a sweep written by topo sweep ({' '.join(str(exc).split())})"]) from None
+    try:  # a regular file of at most 64 MiB, nested however deep: one line, never the file's text
+        data = parse_json(read_text(file, MAX_TABLE_BYTES), shown_path(file))
+    except ValueError as exc:
+        raise AnalysisError([f"--sweep {exc}; not a sweep written by topo sweep"]) from None
     if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
-        raise AnalysisError([f"--sweep {path}: not a sweep.json written by topo sweep (no rows, pareto and columns)"])
+        raise AnalysisError([f"--sweep {shown_path(path)}: not a sweep.json written by topo sweep (no rows, pareto "
+                             f"and columns)"])
     return data
 
 
 def read_train_json(path: Path) -> dict[str, Any]:
     """The JSON that ``topo train -o`` wrote, checked."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise AnalysisError([f"--train {path}: not a result written by topo train -o ({' '.join(str(exc).split())})"]) from None
+    from .inputs import MAX_TABLE_BYTES, parse_json, read_text, shown_path
+
+    try:  # a regular file of at most 64 MiB, nested however deep: one line, never the file's text
+        data = parse_json(read_text(path, MAX_TABLE_BYTES), shown_path(path))
+    except ValueError as exc:
+        raise AnalysisError([f"--train {exc}; not a result written by topo train -o"]) from None
     from .outputs.train import result_problems
 
     problems = result_problems(data)
     if problems:
-        raise AnalysisError([f"--train {path}: not a result written by topo train -o ({problems[0]}"
+        raise AnalysisError([f"--train {shown_path(path)}: not a result written by topo train -o ({problems[0]}"
                              + (f", and {len(problems) - 1} more" if len(problems) > 1 else "") + ")"])
     return data
 
@@ -1228,7 +1355,7 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
     known = ("spec", "base", "grid", "cases", "sizes", "fail_random", "trials")
     unknown = [k for k in data if k not in known]
     if unknown:
-        raise AnalysisError([f"{path}: unknown key {quote(k)}; a sweep file has {', '.join(known)}" for k in unknown])
+        raise AnalysisError([f"{path}: unknown key {key_name(k)}; a sweep file has {', '.join(known)}" for k in unknown])
     if data.get("base") is not None and not isinstance(data.get("base"), dict):
         raise AnalysisError([f"{path}: base must map spec fields to values"])
     grid = data.get("grid") or {}
@@ -1252,10 +1379,10 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
 @sweep_options
 @click.option("--sizes", "sizes", type=SizeList(), default=None,
               help="Message sizes of the busbw columns, comma-separated [8G].")
-@click.option("--fail-random", "fail_random", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
+@click.option("--fail-random", "fail_random", type=FloatRange(0.0, 1.0, max_open=True), default=None,
               metavar="FRACTION", help="Failure Monte Carlo: fail this fraction of switch-to-switch links at random, "
                                        "--trials times a design.")
-@click.option("--trials", type=click.IntRange(0, 10_000), default=None,
+@click.option("--trials", type=IntRange(0, 10_000), default=None,
               help="Monte Carlo draws a design (with --fail-random) [16].")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Folder of sweep.csv, sweep.json, the Pareto plots and README.md [none: print the table].")
@@ -1264,7 +1391,7 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the designs' cached rows, to resume a sweep [OUTPUT.cache with -o, else none].")
 @click.option("--no-cache", is_flag=True, help="Compute every design, cache nothing.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None,
+@click.option("-j", "--jobs", type=IntRange(1, 512), default=None,
               help="Local processes [the CPUs this process may use].")
 @click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
               help="Run the designs on the Dask cluster of this scheduler instead of local processes.")
@@ -1323,9 +1450,9 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
                 given = data["sizes"] if isinstance(data["sizes"], list) else [data["sizes"]]
                 sizes = _convert(SizeList(), "sizes", ",".join(str(s) for s in given))
             if fail_random is None and data.get("fail_random") is not None:
-                fail_random = _convert(click.FloatRange(0.0, 1.0, max_open=True), "fail_random", data["fail_random"])
+                fail_random = _convert(FloatRange(0.0, 1.0, max_open=True), "fail_random", data["fail_random"])
             if trials is None and data.get("trials") is not None:
-                trials = _convert(click.IntRange(0, 10_000), "trials", data["trials"])
+                trials = _convert(IntRange(0, 10_000), "trials", data["trials"])
         if spec_file is not None:
             base = {**read_spec_file(spec_file), **base}
             base_dir = spec_file.parent
@@ -1479,11 +1606,13 @@ def _file_digest(name: str) -> str:
     """The SHA-256 of a file a design reads (an NCCL constants file), so that editing it recomputes."""
     import hashlib
 
-    path = Path(name)  # as the analysis reads it: from the working folder
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise AnalysisError([f"--nccl-constants {name}: cannot read it ({exc.strerror or exc})"]) from None
+    from .inputs import InputFileError, read_text
+
+    try:  # as the analysis reads it: from the working folder, a regular file of at most 1 MiB
+        text = read_text(name)
+    except InputFileError as exc:
+        raise AnalysisError([f"--nccl-constants {exc}"]) from None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _params_key(params: tuple[tuple[str, Any], ...]) -> str:
@@ -1510,29 +1639,29 @@ TRAIN_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("model", "--model", {"metavar": "NAME", "help": "Model of the catalogue (topo train --list) [none: give the "
                                                      "architecture]."}),
     ("gpu", "--gpu", {"metavar": "NAME", "help": "GPU of the catalogue (topo train --list) [h100]."}),
-    ("params_b", "--params-b", {"type": click.FLOAT, "help": "The model's size in billions, checked against the "
+    ("params_b", "--params-b", {"type": FLOAT, "help": "The model's size in billions, checked against the "
                                                                "architecture (within 10%)."}),
-    ("layers", "--layers", {"type": click.INT, "help": "Transformer layers."}),
-    ("hidden", "--hidden", {"type": click.INT, "help": "Hidden size."}),
-    ("heads", "--heads", {"type": click.INT, "help": "Attention heads."}),
-    ("kv_heads", "--kv-heads", {"type": click.INT, "help": "Key-value heads (grouped-query attention) [heads]."}),
-    ("head_dim", "--head-dim", {"type": click.INT, "help": "Width of one attention head [hidden / heads]."}),
-    ("ffn", "--ffn", {"type": click.INT, "help": "Feed-forward width [4 x hidden]."}),
+    ("layers", "--layers", {"type": INT, "help": "Transformer layers."}),
+    ("hidden", "--hidden", {"type": INT, "help": "Hidden size."}),
+    ("heads", "--heads", {"type": INT, "help": "Attention heads."}),
+    ("kv_heads", "--kv-heads", {"type": INT, "help": "Key-value heads (grouped-query attention) [heads]."}),
+    ("head_dim", "--head-dim", {"type": INT, "help": "Width of one attention head [hidden / heads]."}),
+    ("ffn", "--ffn", {"type": INT, "help": "Feed-forward width [4 x hidden]."}),
     ("mlp", "--mlp", {"type": click.Choice(["gelu", "swiglu"]), "help": "Feed-forward kind [gelu]."}),
-    ("seq_len", "--seq-len", {"type": click.INT, "help": "Sequence length in tokens [the model's]."}),
-    ("vocab", "--vocab", {"type": click.INT, "help": "Vocabulary size."}),
-    ("experts", "--experts", {"type": click.INT, "help": "Routed experts per MoE layer (a mixture of experts)."}),
-    ("top_k", "--top-k", {"type": click.INT, "help": "Experts each token goes to."}),
-    ("expert_ffn", "--expert-ffn", {"type": click.INT, "help": "Feed-forward width of one expert."}),
-    ("global_batch", "--global-batch", {"type": click.INT, "help": "Sequences per step [the recipe's, else 4 Mi "
+    ("seq_len", "--seq-len", {"type": INT, "help": "Sequence length in tokens [the model's]."}),
+    ("vocab", "--vocab", {"type": INT, "help": "Vocabulary size."}),
+    ("experts", "--experts", {"type": INT, "help": "Routed experts per MoE layer (a mixture of experts)."}),
+    ("top_k", "--top-k", {"type": INT, "help": "Experts each token goes to."}),
+    ("expert_ffn", "--expert-ffn", {"type": INT, "help": "Feed-forward width of one expert."}),
+    ("global_batch", "--global-batch", {"type": INT, "help": "Sequences per step [the recipe's, else 4 Mi "
                                                                    "tokens]."}),
-    ("micro_batch", "--micro-batch", {"type": click.INT, "help": "Sequences per micro-batch [1]."}),
-    ("tp", "--tp", {"type": click.INT, "help": "Tensor-parallel size (inside the NVLink domain) [recipe's, 1]."}),
-    ("pp", "--pp", {"type": click.INT, "help": "Pipeline stages [recipe's, 1]."}),
-    ("cp", "--cp", {"type": click.INT, "help": "Context-parallel size [recipe's, 1]."}),
-    ("ep", "--ep", {"type": click.INT, "help": "Expert-parallel size (a mixture of experts) [recipe's, 1]."}),
-    ("vpp", "--vpp", {"type": click.INT, "help": "Interleaved (virtual) stages per pipeline rank [recipe's, 1]."}),
-    ("zero", "--zero", {"type": click.IntRange(0, 3), "help": "ZeRO stage: 0 none, 1 distributed optimizer, 2 and "
+    ("micro_batch", "--micro-batch", {"type": INT, "help": "Sequences per micro-batch [1]."}),
+    ("tp", "--tp", {"type": INT, "help": "Tensor-parallel size (inside the NVLink domain) [recipe's, 1]."}),
+    ("pp", "--pp", {"type": INT, "help": "Pipeline stages [recipe's, 1]."}),
+    ("cp", "--cp", {"type": INT, "help": "Context-parallel size [recipe's, 1]."}),
+    ("ep", "--ep", {"type": INT, "help": "Expert-parallel size (a mixture of experts) [recipe's, 1]."}),
+    ("vpp", "--vpp", {"type": INT, "help": "Interleaved (virtual) stages per pipeline rank [recipe's, 1]."}),
+    ("zero", "--zero", {"type": IntRange(0, 3), "help": "ZeRO stage: 0 none, 1 distributed optimizer, 2 and "
                                                               "gradients, 3 and weights [1]."}),
     ("recompute", "--recompute", {"type": click.Choice(["none", "selective", "full"]),
                                   "help": "Activation recomputation [selective]."}),
@@ -1546,29 +1675,28 @@ TRAIN_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 
 
 def _train_workload(fields: dict[str, Any]):
-    import yaml
+    from .inputs import InputFileError, read_text, shown_path
+    from .spec import parse_yaml
     from .workload import workload_from
 
     values: dict[str, Any] = {}
     path = fields.pop("workload_file")
     origin: dict[str, str]
     if path is not None:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise AnalysisError([f"--workload {path}: cannot read it ({exc.strerror or exc})"]) from None
-        except yaml.YAMLError as exc:
-            raise AnalysisError([f"--workload {path}: not YAML ({str(exc).splitlines()[0]})"]) from None
+        try:  # a regular file of at most 1 MiB: never a FIFO that blocks or /dev/zero
+            data = parse_yaml(read_text(path), f"--workload {shown_path(path)}")
+        except InputFileError as exc:
+            raise AnalysisError([f"--workload {exc}"]) from None
         if not isinstance(data, dict):
-            raise AnalysisError([f"--workload {path}: expected a mapping of workload fields"])
+            raise AnalysisError([f"--workload {shown_path(path)}: expected a mapping of workload fields"])
         from .workload import WORKLOAD_KEYS
 
         unknown = sorted(str(k) for k in data if k not in WORKLOAD_KEYS)
         if unknown:
-            raise AnalysisError([f"--workload {path}: {key}: not a workload field; known: "
-                                 f"{', '.join(WORKLOAD_KEYS)}" for key in unknown])
+            raise AnalysisError([f"--workload {shown_path(path)}: {key_name(key).strip(chr(39))}: not a workload field; known: "
+                                 f"{', '.join(WORKLOAD_KEYS)}" for key in unknown[:10]])
         values.update(data)
-        origin = {key: f"--workload {path}: " for key in data}
+        origin = {key: f"--workload {shown_path(path)}: " for key in data}
     else:
         origin = {}
     for key, _, _ in TRAIN_FLAGS:

@@ -7,6 +7,7 @@ nothing else is caught, so a bug still shows its traceback.
 from __future__ import annotations
 
 import difflib
+import re
 import reprlib
 from typing import Any, Iterable, Sequence
 
@@ -71,6 +72,20 @@ def quote(value: Any) -> str:
     """
     text = _REPR.repr(value)
     return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + "..."
+
+
+_KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,39}")
+
+
+def key_name(key: Any) -> str:
+    """An unknown key of a user's file as an error line names it: quoted when it looks like a field
+    name (``'gpu'``), else only said to be one, so that a line of text read as a key (a README's
+    first line, ``Some title: ...``) is never repeated.
+
+    >>> key_name("gpu"), key_name("The first line of my notes")
+    ("'gpu'", 'a key that is no field name')
+    """
+    return quote(key) if isinstance(key, str) and _KEY_NAME.fullmatch(key) else "a key that is no field name"
 
 
 def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:

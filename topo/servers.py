@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 
-from .errors import SpecError, did_you_mean, quote
-from .inputs import InputFileError, read_text
+from .errors import SpecError, did_you_mean, key_name, quote
+from .inputs import InputFileError, read_text, shown_path
 from .spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
 
 if TYPE_CHECKING:
@@ -524,7 +524,7 @@ class _Reader:
         for key in value:
             if key not in allowed:
                 hint = did_you_mean(key, allowed) if isinstance(key, str) else ""
-                self.bad(field, f"unknown key {quote(key)}{hint}; known: {', '.join(allowed)}")
+                self.bad(field, f"unknown key {key_name(key)}{hint}; known: {', '.join(allowed)}")
         return dict(value)
 
     def integer(self, value: Any, field: str, low: int, high: int, default: Any = ...) -> Any:
@@ -606,10 +606,7 @@ def _some(items: list[str], limit: int = 8) -> str:
     return ", ".join(items[:limit]) + (", ..." if len(items) > limit else "")
 
 
-def _shown_path(path: Any, limit: int = 200) -> str:
-    """A file path as an error line shows it: as it is, or its first characters if it is very long."""
-    text = str(path)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+_shown_path = shown_path
 
 
 def _normal_busid(text: str) -> str | None:
@@ -1035,11 +1032,16 @@ def read_profile_text(text: str, source: str, default_name: str) -> ServerProfil
         name = data.get("name", default_name)
         body = {k: v for k, v in data.items() if k != "name"}
         return profile_from_dict(_name_text(name), body, source)
-    if len(data) != 1:
-        keys = [k if isinstance(k, str) and len(k) <= 60 else quote(k) for k in islice(data, 9)]
-        raise SpecError([f"server: profile file {shown}: holds {len(data)} profiles "
-                         f"({_some(keys)}); a profile file describes one server type"])
+    if len(data) != 1:  # its keys are named only when they are profile names, never a line of text
+        keys = list(islice(data, 9))
+        named = all(isinstance(k, str) and _NAME_RE.fullmatch(k) for k in keys)
+        raise SpecError([f"server: profile file {shown}: holds {len(data)} profiles"
+                         + (f" ({_some(keys)})" if named else "") + "; a profile file describes one server type"])
     (name, body), = data.items()
+    if not (isinstance(body, Mapping) and "cpus" in body or isinstance(_name_text(name), str)
+            and _NAME_RE.fullmatch(_name_text(name))):
+        raise SpecError([f"server: profile file {shown}: not a server profile (no cpus: at the top level, and "
+                         f"its one entry is not a profile name with cpus: under it)"])
     return profile_from_dict(_name_text(name), body, source)
 
 

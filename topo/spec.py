@@ -21,8 +21,8 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from .catalog import platform_catalog, switch_catalog
-from .errors import SpecError, did_you_mean, quote
-from .inputs import MAX_TABLE_BYTES, InputFileError, read_text
+from .errors import SpecError, did_you_mean, key_name, quote
+from .inputs import MAX_TABLE_BYTES, InputFileError, ascii_digits, parse_error, problem_kind, read_text, shown_path
 
 #: Values of ``tiers``.
 TIERS = ("auto", 1, 2, 3)
@@ -271,13 +271,13 @@ def read_price_table(path: Path) -> PriceTable:
         raise ValueError(str(exc)) from None
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: malformed YAML ({str(exc).splitlines()[0]})") from None
+    except (RecursionError, ValueError, yaml.YAMLError) as exc:
+        raise ValueError(parse_error(exc, shown_path(path))) from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping with currency and switches, cables, transceivers")
     unknown = sorted(set(map(str, data)) - {"currency", "note", *PRICE_SECTIONS})
     if unknown:
-        raise ValueError(f"{path}: unknown key {quote(unknown[0])} (keys: currency, note, {', '.join(PRICE_SECTIONS)})")
+        raise ValueError(f"{shown_path(path)}: unknown key {key_name(unknown[0])} (keys: currency, note, {', '.join(PRICE_SECTIONS)})")
     currency = data.get("currency", "USD")
     if not isinstance(currency, str) or not re.fullmatch(r"[A-Za-z$€£¥]{1,8}", currency):
         raise ValueError(f"{path}: currency: expected a short name such as USD, got {quote(currency)}")
@@ -348,14 +348,14 @@ def _bounded(high: int, what: str) -> Callable[[Any], int]:
     return read
 
 
-_SUFFIXED = re.compile(r"\s*(\d{1,9}(?:\.\d{1,6})?)\s*([kKmM]?)\s*")
+_SUFFIXED = re.compile(r"\s*(\d{1,9}(?:\.\d{1,6})?)\s*([kKmM]?)\s*", re.ASCII)
 #: GPU counts: k and M are binary, as GPU counts are quoted (a "16K" cluster has 16,384 GPUs).
 _COUNT_UNITS = {"": 1, "k": 1 << 10, "K": 1 << 10, "m": 1 << 20, "M": 1 << 20}
 
 
 def _gpus(value: Any) -> int:
     """``1024``, or a count with a binary suffix: ``"1k"`` (1,024), ``"16K"``, ``"1.5k"`` (1,536)."""
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 4000:
+    if isinstance(value, str) and ascii_digits(value.strip()) and len(value.strip()) <= 4000:
         value = int(value)  # the bound is checked with the other fields
     if isinstance(value, str):
         match = _SUFFIXED.fullmatch(value)
@@ -368,7 +368,7 @@ def _gpus(value: Any) -> int:
     return _positive_int(value)
 
 
-_GBPS = re.compile(r"\s*(\d{1,6}(?:\.\d{1,4})?)\s*([gGtT]?)(?:b/s|bps|bit/s)?\s*")
+_GBPS = re.compile(r"\s*(\d{1,6}(?:\.\d{1,4})?)\s*([gGtT]?)(?:b/s|bps|bit/s)?\s*", re.ASCII)
 
 
 def _gbps(value: Any) -> int:
@@ -388,7 +388,7 @@ def _gbps(value: Any) -> int:
 
 
 _RATIO_NUMBER = r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*"
-_RATIO = re.compile(_RATIO_NUMBER + r"(?::" + _RATIO_NUMBER + r")?")
+_RATIO = re.compile(_RATIO_NUMBER + r"(?::" + _RATIO_NUMBER + r")?", re.ASCII)
 
 
 def _ratio(value: Any) -> Fraction:
@@ -423,7 +423,7 @@ def _ratio(value: Any) -> Fraction:
 
 
 def _tiers(value: Any) -> str | int:
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and ascii_digits(value.strip()) and len(value.strip()) <= 4:
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -489,7 +489,7 @@ def _pool(value: Any) -> str:
 
 
 def _asn_size(value: Any) -> str | int:
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and ascii_digits(value.strip()) and len(value.strip()) <= 4:
         value = int(value)
     if value in ASN_SIZES and not isinstance(value, bool):
         return value
@@ -648,25 +648,39 @@ def _check_pattern(pattern: str) -> None:
 def read_hostname_table(path: Path, nodes: int) -> list[str]:
     """Host names by node index from a CSV file with the columns ``node,hostname``."""
     text = read_text(path, MAX_TABLE_BYTES)  # an InputFileError is a ValueError naming the file
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows or [c.strip() for c in rows[0]] != ["node", "hostname"]:
-        raise ValueError(f"{path}: the first line must be the header 'node,hostname'")
+    where = shown_path(path)
+    # newline="": the csv module splits the lines itself, so a lone carriage return ends a line as
+    # "\r\n" and "\n" do, instead of being an error
+    reader = csv.reader(io.StringIO(text, newline=""))
     names: dict[int, str] = {}
-    for line, row in enumerate(rows[1:], start=2):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) != 2 or not row[0].strip().isdigit():
-            raise ValueError(f"{path}, line {line}: expected 'node,hostname' with a node index, got {quote(','.join(row))}")
-        node, host = int(row[0]), row[1].strip()
-        if node >= nodes:
-            raise ValueError(f"{path}, line {line}: node {node} is beyond the fabric's {nodes} nodes (0-{nodes - 1})")
-        if node in names:
-            raise ValueError(f"{path}, line {line}: node {node} is listed twice")
-        names[node] = host
+    try:
+        header = next(reader, None)
+        if header is None or [c.strip() for c in header] != ["node", "hostname"]:
+            raise ValueError(f"{where}: the first line must be the header 'node,hostname'")
+        for row in reader:
+            if not row or not "".join(row).strip():
+                continue
+            line = reader.line_num
+            if len(row) != 2:
+                raise ValueError(f"{where}, line {line:,}: expected the two fields node,hostname, got {len(row):,}")
+            index = row[0].strip()
+            if not (len(index) <= 9 and ascii_digits(index)):  # int() takes any script's digits
+                raise ValueError(f"{where}, line {line:,}: expected a node index (digits 0-9) in the first field")
+            node, host = int(index), row[1].strip()
+            if node >= nodes:
+                raise ValueError(f"{where}, line {line:,}: node {node:,} is beyond the fabric's {nodes:,} nodes "
+                                 f"(0-{nodes - 1})")
+            if node in names:
+                raise ValueError(f"{where}, line {line:,}: node {node:,} is listed twice")
+            names[node] = host
+    except csv.Error as exc:  # a field past csv.field_size_limit(), a NUL, an unclosed quote
+        kind = ("a field longer than csv's limit of 131,072 characters" if "field limit" in str(exc)
+                else problem_kind(str(exc)))
+        raise ValueError(f"{where}, line {max(reader.line_num, 1):,}: not a CSV row ({kind})") from None
     missing = [i for i in range(nodes) if i not in names]
     if missing:
         shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")
-        raise ValueError(f"{path}: no host name for {len(missing)} of {nodes} nodes ({shown})")
+        raise ValueError(f"{where}: no host name for {len(missing):,} of {nodes:,} nodes ({shown})")
     return [names[i] for i in range(nodes)]
 
 
@@ -697,6 +711,12 @@ def node_names(spec: "FabricSpec") -> list[str]:
     return hostnames_from_pattern(pattern, spec.name, spec.nodes)
 
 
+class _TopoProblem(yaml.constructor.ConstructorError):
+    """A problem topo found in YAML, whose message quotes values only through ``quote``."""
+
+    topo_message = True
+
+
 class _SpecLoader(yaml.SafeLoader):
     """YAML 1.1 safe loader without base-60 numbers, so ``oversubscription: 3:1`` stays "3:1".
 
@@ -716,7 +736,7 @@ class _SpecLoader(yaml.SafeLoader):
             except TypeError:
                 continue  # an unhashable key: the base class reports it
             if first is not None:
-                raise yaml.constructor.ConstructorError(
+                raise _TopoProblem(
                     None, None, f"key {quote(key)} is given twice (first on line {first.line + 1})",
                     key_node.start_mark)
             seen[key] = key_node.start_mark
@@ -728,8 +748,8 @@ _LEADING_ZERO = "tag:topo,2026:leading-zero-number"
 
 def _refuse_leading_zero(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
     value = loader.construct_scalar(node)
-    raise yaml.constructor.ConstructorError(
-        None, None, f"{value} has a leading zero, which YAML 1.1 reads as octal; write it in decimal "
+    raise _TopoProblem(
+        None, None, f"{value if len(value) <= 20 else quote(value)} has a leading zero, which YAML 1.1 reads as octal; write it in decimal "
                     f"without the zero (or quote it if it is text)", node.start_mark)
 
 
@@ -754,18 +774,12 @@ _SpecLoader.add_implicit_resolver(
 
 
 def parse_yaml(text: str, where: str) -> Any:
-    """YAML text as data (without base-60 numbers), or SpecError ``"<where>: malformed YAML at ..."``."""
+    """YAML text as data (without base-60 numbers), or SpecError ``"<where>: malformed YAML at line
+    L, column C: <problem>"``, which never quotes the text (:func:`topo.inputs.parse_error`)."""
     try:
         return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
-    except RecursionError:
-        raise SpecError([f"{where}: malformed YAML: nested too deeply"]) from None
-    except ValueError:  # a number too long for Python's int
-        raise SpecError([f"{where}: malformed YAML: a number with more than 4,300 digits"]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError([f"{where}: malformed YAML{at}: {problem}"]) from None
+    except (RecursionError, ValueError, yaml.YAMLError) as exc:  # ValueError: a number too long for int
+        raise SpecError([parse_error(exc, where)]) from None
 
 
 def read_spec_file(path: str | Path) -> dict[str, Any]:
@@ -827,7 +841,9 @@ def load_spec(
     problems: list[str] = []
     for key in merged:
         if key not in _READERS:
-            problems.append(f"unknown field {quote(key)}{did_you_mean(str(key), FIELDS)}")
+            name = key_name(key)
+            problems.append(f"unknown field {name}{did_you_mean(str(key), FIELDS)}" if name.startswith("'")
+                            else f"unknown field: {name}")
     values: dict[str, Any] = {}
     for key, reader in _READERS.items():
         if key not in merged:
@@ -885,16 +901,24 @@ def _resolve_hostnames(values: dict[str, Any], overrides: Mapping[str, Any],
             source = "the default pattern"
         else:
             path = hostnames_file(given, overrides.get("hostnames") is not None, base_dir)
-            if given.lower().endswith(".csv") or path.is_file():
+            if given.lower().endswith(".csv") or _is_file(path):
                 names = read_hostname_table(path, nodes)
                 values["hostname_table"] = tuple(names)
-                source = str(path)
+                source = shown_path(path)
             else:
                 names = hostnames_from_pattern(given, values["name"], nodes)
                 source = f"pattern {quote(given)}"
         check_hostnames(names, source)
     except ValueError as exc:
         problems.append(f"hostnames: {exc}")
+
+
+def _is_file(path: Path) -> bool:
+    """Whether a regular file is at ``path``; False for a name the system refuses (too long, a NUL)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def hostnames_file(given: str, from_flag: bool, base_dir: str | Path | None) -> Path:

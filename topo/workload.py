@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ProblemsError, did_you_mean
+from .errors import ProblemsError, did_you_mean, quote
 
 PRECISIONS = ("bf16", "fp8", "fp4")
 RECOMPUTE = ("none", "selective", "full")
@@ -454,7 +454,7 @@ class Workload:
 
 def _entry(catalog: dict[str, Any], flag: str, what: str, name: str, hint: str = "") -> Any:
     if name not in catalog:
-        raise WorkloadError([f"{flag} {name}: unknown {what}{did_you_mean(name, catalog)}; known: "
+        raise WorkloadError([f"{flag} {name if len(name) <= 60 else quote(name)}: unknown {what}{did_you_mean(name, catalog)}; known: "
                              f"{', '.join(catalog)}{hint}"])
     return catalog[name]
 
@@ -489,6 +489,18 @@ LEAST = {"experts": 0, "top_k": 0, "expert_ffn": 0, "shared_experts": 0, "dense_
          "score_dim": 0}
 
 
+#: The most of each whole-number field: well past any model trained (a 405B model has 126 layers of
+#: width 16,384, a vocabulary of 128 Ki and sequences of 128 Ki tokens), and small enough that a
+#: step's FLOPs, bytes and times stay finite numbers a table can show.
+MOST = {"layers": 4096, "hidden": 1 << 20, "heads": 1 << 16, "kv_heads": 1 << 16, "head_dim": 1 << 16,
+        "score_dim": 1 << 16, "ffn": 1 << 22, "vocab": 1 << 24, "seq_len": 1 << 24, "experts": 1 << 16,
+        "top_k": 1 << 16, "expert_ffn": 1 << 22, "shared_experts": 1 << 10, "dense_layers": 4096,
+        "global_batch": 1 << 24, "micro_batch": 1 << 16, "tp": 1 << 22, "pp": 1 << 22, "cp": 1 << 22,
+        "ep": 1 << 22, "vpp": 1 << 10, "zero": 3}
+#: The largest model size ``params_b`` may give, in billions.
+MOST_PARAMS_B = 1_000_000
+
+
 def _typed(key: str, value: Any, kind: type, where: str) -> Any:
     """``value`` as the field's type, or WorkloadError naming ``where`` (``--`` for a flag, a
     file's ``FILE: `` for its field) and the value."""
@@ -499,21 +511,23 @@ def _typed(key: str, value: Any, kind: type, where: str) -> Any:
                 raise WorkloadError([f"{name}: give some of {', '.join(OVERLAPS)}, comma-separated, or none"])
             value = [] if value.strip().lower() == "none" else [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise WorkloadError([f"{name}: expected a list of {', '.join(OVERLAPS)} (or none), got {value!r}"])
+            raise WorkloadError([f"{name}: expected a list of {', '.join(OVERLAPS)} (or none), got {quote(value)}"])
         return tuple(value)
     if kind is bool:
         if not isinstance(value, bool):
-            raise WorkloadError([f"{name}: expected true or false, got {value!r}"])
+            raise WorkloadError([f"{name}: expected true or false, got {quote(value)}"])
         return value
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise WorkloadError([f"{name}: expected a whole number, got {value!r}"])
-        least = LEAST.get(key, 1)
+            raise WorkloadError([f"{name}: expected a whole number, got {quote(value)}"])
+        least, most = LEAST.get(key, 1), MOST[key]
         if value < least:
-            raise WorkloadError([f"{name} {value}: must be at least {least}"])
+            raise WorkloadError([f"{name} {quote(value)}: must be at least {least}"])
+        if value > most:
+            raise WorkloadError([f"{name} {quote(value)}: must be at most {most:,}"])
         return value
     if not isinstance(value, str):
-        raise WorkloadError([f"{name}: expected text, got {value!r}"])
+        raise WorkloadError([f"{name}: expected text, got {quote(value)}"])
     return value
 
 
@@ -544,8 +558,9 @@ def workload_from(values: dict[str, Any], origin: dict[str, str] | None = None) 
         problems.append(f"{origin.get('mlp', '--')}mlp {typed['mlp']}: expected gelu or swiglu")
     params_b = values.get("params_b")
     if params_b is not None and (isinstance(params_b, bool) or not isinstance(params_b, (int, float))
-                                 or not math.isfinite(params_b) or params_b <= 0):
-        problems.append(f"{origin.get('params_b', '--')}params-b {params_b!r}: expected a positive number of billions")
+                                 or not math.isfinite(params_b) or not 0 < params_b <= MOST_PARAMS_B):
+        problems.append(f"{origin.get('params_b', '--')}params-b {quote(params_b)}: expected a positive number of "
+                        f"billions, at most {MOST_PARAMS_B:,}")
         params_b = None
     if problems:
         raise WorkloadError(problems)
@@ -555,7 +570,7 @@ def workload_from(values: dict[str, Any], origin: dict[str, str] | None = None) 
     name = values.get("model")
     if name is not None:
         if not isinstance(name, str):
-            raise WorkloadError([f"{origin.get('model', '--')}model: expected a catalogue name, got {name!r}"])
+            raise WorkloadError([f"{origin.get('model', '--')}model: expected a catalogue name, got {quote(name)}"])
         base = resolve_model(name)
         own = {f.name: getattr(base, f.name) for f in fields(base)}
         if ("hidden" in arch or "heads" in arch) and "head_dim" not in arch:
@@ -578,7 +593,7 @@ def workload_from(values: dict[str, Any], origin: dict[str, str] | None = None) 
                                  f"parameters (more than 10% off); check --layers, --hidden, --ffn, --vocab"])
     gpu = values.get("gpu") or (base.train.get("gpu") if name is not None else None) or "h100"
     if not isinstance(gpu, str):
-        raise WorkloadError([f"{origin.get('gpu', '--')}gpu: expected a catalogue name, got {gpu!r}"])
+        raise WorkloadError([f"{origin.get('gpu', '--')}gpu: expected a catalogue name, got {quote(gpu)}"])
     merged = {**recipe, **job}
     merged.setdefault("global_batch", default_batch(model) if name is None else
                       int(base.train.get("global_batch") or default_batch(model)))

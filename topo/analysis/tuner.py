@@ -117,9 +117,9 @@ def load_constants(path: str) -> TunerConstants:
         For an unreadable file, malformed YAML, an unknown table or one of the wrong shape.
     """
     from ..errors import AnalysisError, TopoError
-    from ..inputs import InputFileError, read_text
+    from ..inputs import InputFileError, read_text, shown_path
     from ..spec import parse_yaml
-    flag = f"--nccl-constants {path}"
+    flag = f"--nccl-constants {shown_path(path)}"
     try:
         text = read_text(path)
     except InputFileError as exc:
@@ -128,7 +128,7 @@ def load_constants(path: str) -> TunerConstants:
         data = parse_yaml(text, flag)
     except TopoError as exc:
         raise AnalysisError([f"{flag}: {line}" if not line.startswith(flag) else line
-                             for line in exc.lines()]) from None
+                             for line in exc.lines]) from None
     if not isinstance(data, dict) or not data:
         raise AnalysisError([f"{flag}: expected a mapping of tuner tables (known: {', '.join(_CONSTANT_FIELDS)})"])
     try:

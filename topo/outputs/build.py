@@ -15,6 +15,7 @@ import jinja2
 import jinja2.meta
 
 from .. import __version__
+from ..inputs import problem_kind
 from ..caveats import Caveat
 from .caveats import caveats
 from ..fabric import ROLES, Fabric, is_ethernet
@@ -57,7 +58,7 @@ def template_sources(user_dirs: Iterable[str | Path] = ()) -> list[dict[str, Any
         raise TemplateError(f"template {exc.name} not found") from None
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"template {template_display_name(env, exc.filename or exc.name or '?')}, "
-                            f"line {exc.lineno}: {exc.message}") from None
+                            f"line {exc.lineno}: {problem_kind(str(exc.message), names=True)}") from None
     return rows
 
 

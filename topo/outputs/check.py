@@ -175,7 +175,7 @@ def interface_addresses(config_db: str) -> dict[str, str]:
     where SONiC keeps the addresses (its keys are ``Ethernet0|10.64.0.1/31``); {} when unreadable."""
     try:
         table = json.loads(config_db).get("INTERFACE", {})
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # an edited file, nested too deep: no addresses
         return {}
     out: dict[str, str] = {}
     for key in table if isinstance(table, dict) else ():

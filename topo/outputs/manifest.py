@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, NamedTuple
 
 from .. import __version__
+from ..errors import quote
+from ..inputs import parse_json, read_text, shown_path
 
 #: File name of the stamp in a build folder.
 MANIFEST = "topo-build.json"
@@ -111,25 +113,30 @@ def read_stamp(folder: Path) -> Stamp:
     if not path.is_file() or path.is_symlink():
         raise NotABuild(f"{folder} has no {MANIFEST}, so it is not a folder topo built (or one built before "
                         f"topo stamped its folders)")
-    try:
-        if path.stat().st_size > 64 << 20:
-            raise ValueError("too large")
-        data = json.loads(path.read_text(encoding="utf-8"))
-        files = data["files"]
-        fmt = data["topo_build"]
-        if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                  for k, v in files.items()):
-            raise ValueError("files is not a mapping of paths to digests")
-        sizes = data.get("sizes", {})
-        if not isinstance(sizes, dict) or not all(isinstance(k, str) and type(v) is int for k, v in sizes.items()):
-            raise ValueError("sizes is not a mapping of paths to sizes")
-        command = data.get("command")
-        if command is not None and not isinstance(command, str):
-            raise ValueError("command is not a name")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise NotABuild(f"{path} cannot be read as topo's build stamp ({exc})") from None
-    if not isinstance(fmt, int) or fmt > MANIFEST_FORMAT:
-        raise NotABuild(f"{path} is of a newer format ({fmt!r}) than this topo reads ({MANIFEST_FORMAT})")
+    try:  # at most 64 MiB, and nested however deep: one line saying why, never a traceback
+        data = parse_json(read_text(path, 64 << 20), shown_path(path))
+    except ValueError as exc:  # an InputFileError or a JSON error, neither quoting the file's text
+        raise NotABuild(f"{exc}; it cannot be read as topo's build stamp") from None
+
+    def unreadable(why: str) -> NotABuild:
+        return NotABuild(f"{shown_path(path)} cannot be read as topo's build stamp ({why})")
+
+    if not isinstance(data, dict):
+        raise unreadable("not a mapping")
+    files, fmt = data.get("files"), data.get("topo_build")
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise unreadable("files is not a mapping of paths to digests")
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        raise unreadable("topo_build is not a format number")
+    sizes = data.get("sizes", {})
+    if not isinstance(sizes, dict) or not all(isinstance(k, str) and type(v) is int for k, v in sizes.items()):
+        raise unreadable("sizes is not a mapping of paths to sizes")
+    command = data.get("command")
+    if command is not None and not isinstance(command, str):
+        raise unreadable("command is not a name")
+    if fmt > MANIFEST_FORMAT:
+        raise NotABuild(f"{shown_path(path)} is of a newer format ({quote(fmt)}) than this topo reads "
+                        f"({MANIFEST_FORMAT})")
     if command is None:
         command = next((kind for marker, kind in KIND_MARKERS if marker in files), "")
     return Stamp(files, sizes, command)
@@ -137,8 +144,6 @@ def read_stamp(folder: Path) -> Stamp:
 
 def kind_name(command: str) -> str:
     """What a folder written by ``command`` is called in a message."""
-    from ..errors import quote
-
     return KINDS.get(command) or (f"a folder of topo {quote(command)}" if command else "a folder of no known kind")
 
 

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import yaml
 
 from ..errors import ProblemsError, quote
+from ..inputs import InputFileError, parse_error, read_text, shown_path
 
 #: Media kinds.
 COPPER, OPTICAL = "copper", "optical"
@@ -168,7 +169,7 @@ def _read_speeds(raw: Any, kinds: Mapping[str, str], sources: Mapping, where: st
     for speed, entries in raw.items():
         speed = str(speed)
         parts = speed.split("/")
-        if len(parts) > 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        if len(parts) > 2 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
             problems.append(f"{where}: speeds key {quote(speed)} must be SPEED or SPEED/LANE in Gb/s, e.g. 400 "
                             f"or 400/50")
             continue
@@ -273,11 +274,11 @@ def media_catalog(path: str | Path | None = None) -> MediaCatalog:
         return _packaged_catalog()
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CablingError([f"media catalogue {path}: cannot read it ({exc.strerror or exc})"]) from None
-    except yaml.YAMLError as exc:
-        raise CablingError([f"media catalogue {path}: malformed YAML ({str(exc).splitlines()[0]})"]) from None
+        data = yaml.safe_load(read_text(path))
+    except InputFileError as exc:
+        raise CablingError([f"media catalogue {exc}"]) from None
+    except (RecursionError, ValueError, yaml.YAMLError) as exc:
+        raise CablingError([parse_error(exc, f"media catalogue {shown_path(path)}")]) from None
     return _read_catalog(data, str(path))
 
 

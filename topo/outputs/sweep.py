@@ -323,8 +323,8 @@ class Cache:
                 if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CACHE_ENTRY:
                     return None
                 data = json.loads(f.read(MAX_CACHE_ENTRY + 1).decode("utf-8"))
-        except (OSError, ValueError):
-            return None  # cut short by a crash: computed again
+        except (OSError, ValueError, RecursionError):
+            return None  # cut short by a crash, or nested too deep: computed again
         if not isinstance(data, dict) or data.get("key") != key or data.get("format") != CACHE_FORMAT \
                 or not isinstance(data.get("row"), dict):
             return None

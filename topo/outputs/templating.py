@@ -51,6 +51,7 @@ from jinja2.loaders import split_template_path
 from jinja2.sandbox import SecurityError
 
 from ..errors import TopoError
+from ..inputs import problem_kind
 from .template_memo import IncludeMemo, template_needs
 
 #: A template not looked at yet for a memo.
@@ -572,7 +573,7 @@ def render_template(env: jinja2.Environment, template: str, context: dict[str, A
     except jinja2.TemplateError as exc:
         name, line = _template_location(exc)
         where = template_display_name(env, name or template) + (f", line {line}" if line else "")
-        raise TemplateError(f"template {where}: {exc.message or exc}") from None
+        raise TemplateError(f"template {where}: {problem_kind(str(exc.message or exc), names=True)}") from None
     except Exception as exc:
         name, line = _template_location(exc, frames_only=True)
         if name is None:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ..analysis.analyze import AnalysisOptions
 from .training import Step, train_step
-from ..errors import TopoError
+from ..errors import TopoError, quote
 from ..fabric import Fabric, build_fabric, is_ethernet
 from ..servers import NodeModel
 from ..spec import FabricSpec, format_ratio, load_spec
@@ -200,7 +200,7 @@ def _problems(data: Any, schema: dict[str, Any], where: str) -> list[str]:
         elif isinstance(kind, dict):
             out += _problems(data[key], kind, name)
         elif isinstance(data[key], bool) and kind is not bool or not isinstance(data[key], kind):
-            out.append(f"{name} is {data[key]!r}")
+            out.append(f"{name} is {quote(data[key])}")
     return out
 
 
@@ -210,7 +210,7 @@ def result_problems(data: Any) -> list[str]:
     if out:
         return out
     if data["step_time_s"] <= 0:
-        out.append(f"step_time_s is {data['step_time_s']!r}")
+        out.append(f"step_time_s is {quote(data['step_time_s'])}")
     for name, schema in (("scaling", POINT_SCHEMA), ("what_if", WHAT_IF_SCHEMA)):
         rows = data.get(name, [])
         if not isinstance(rows, list):
