@@ -9,6 +9,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -63,3 +64,63 @@ def test_check_is_linear_in_the_stamps_entries(tmp_path):
     assert "missing: files the stamp lists that are not there (30,000)" in reports[-1].problems[0]
     # ten times the entries: ten times the work (a list where a set belongs made it a hundred)
     assert t_large < 30 * t_small + 0.5, (t_small, t_large)
+
+
+# --- --fail: a near-constant cost an entry --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fabric_8k():
+    return build_fabric(load_spec({"gpus": 8192}))
+
+
+def _entries(fabric, count: int) -> list[str]:
+    """``count`` --fail entries: a NIC link of a server, a leaf's uplink port, a whole spine in turn."""
+    nodes, leaves = fabric.plan.nodes, [n for n in fabric.names if "-leaf-" in n]
+    spines = [n for n in fabric.names if "-spine-" in n]
+    out = []
+    for i in range(count):
+        kind = i % 3
+        out.append(f"{fabric.names[i % nodes]}:{i // nodes % 8}" if kind == 0 else
+                   f"{leaves[i % len(leaves)]}:{33 + i // len(leaves) % 32}" if kind == 1 else spines[i % len(spines)])
+    return out
+
+
+def test_many_fail_entries_cost_little_more_than_a_few(fabric_8k):
+    from topo.analysis.faults import apply_faults
+
+    few, many = _entries(fabric_8k, 30), _entries(fabric_8k, 3_000)
+    t_few = best_of(3, lambda: apply_faults(fabric_8k, few))
+    t_many = best_of(2, lambda: apply_faults(fabric_8k, many))
+    # a hundred times the entries: the links are masked once for all of them (a mask over every
+    # link per entry made it about a hundred times the cost)
+    assert t_many < 10 * t_few + 0.05, (t_few, t_many)
+    # the same links down as failing the entries one at a time
+    one_by_one = np.ones(len(fabric_8k.links), dtype=bool)
+    for entry in many[:300]:
+        one_by_one &= apply_faults(fabric_8k, [entry]).live
+    assert (apply_faults(fabric_8k, many[:300]).live == one_by_one).all()
+
+
+def test_many_unknown_fail_names_are_quick_and_listed_in_order(fabric_8k):
+    from topo.analysis.faults import apply_faults
+    from topo.errors import AnalysisError
+
+    def refuse(entries):
+        with pytest.raises(AnalysisError) as exc:
+            apply_faults(fabric_8k, entries)
+        return exc.value.problems
+
+    few = [f"cluster-lief-su{i:02d}-r0" for i in range(10)]
+    many = few + [f"cluster-lief-su{i:04d}-r0" for i in range(2_000)] + ["cluster-leaf-su00-r0:99"]
+    t_few = best_of(3, lambda: refuse(few))
+    start = time.perf_counter()
+    problems = refuse(many)
+    t_many = time.perf_counter() - start
+    # close matches for the first few names only (faults.UNKNOWN_HINTS): each compares the name with every name
+    assert t_many < 5 * t_few + 0.2, (t_few, t_many)
+    assert len(problems) == len(many)
+    assert "close matches: cluster-leaf-su00-r0" in problems[0] and "close matches" not in problems[-2]
+    assert problems[-1] == "--fail cluster-leaf-su00-r0:99: cluster-leaf-su00-r0 has no link on port 99 " \
+                           "(ports in use: 1..64)"
+    assert max(len(p) for p in refuse(["x" * 10_000, "cluster-leaf-su00-r0:" + "9" * 10_000])) < 400
