@@ -124,3 +124,45 @@ def test_many_unknown_fail_names_are_quick_and_listed_in_order(fabric_8k):
     assert problems[-1] == "--fail cluster-leaf-su00-r0:99: cluster-leaf-su00-r0 has no link on port 99 " \
                            "(ports in use: 1..64)"
     assert max(len(p) for p in refuse(["x" * 10_000, "cluster-leaf-su00-r0:" + "9" * 10_000])) < 400
+
+
+# --- sweep files: read with a spec's safeguards, aliases bounded --------------------------------------
+
+
+def _bomb(levels: int, indent: str = "") -> str:
+    """YAML anchors ``a`` to ``chr(97 + levels - 1)``: ten aliases of the one before each, so the last
+    stands for 10**levels values."""
+    text = f"{indent}a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for i in range(1, levels):
+        text += f"{indent}{chr(97 + i)}: &{chr(97 + i)} [" + ", ".join([f"*{chr(96 + i)}"] * 10) + "]\n"
+    return text
+
+
+@pytest.mark.parametrize("where", ["-f", "--sweep base", "--sweep grid", "--sweep cases"])
+def test_a_yaml_alias_bomb_in_a_sweep_is_one_quick_error(tmp_path, where):
+    last = chr(97 + 6)  # 10**7 values
+    if where == "-f":
+        path = tmp_path / "spec.yaml"
+        path.write_text(f"gpus: 64\nlaughs:\n{_bomb(7, '  ')}name: *{last}\n")
+        args = ["-f", path]
+    else:
+        path = tmp_path / "sweep.yaml"
+        tail = {"--sweep base": f"  name: *{last}\n",
+                "--sweep grid": f"grid:\n  name: [*{last}, *{last}]\n",
+                "--sweep cases": f"cases:\n  - name: *{last}\n  - name: *{last}\n"}[where]
+        path.write_text(f"base:\n  gpus: 64\n  laughs:\n{_bomb(7, '    ')}" + tail)
+        args = ["--sweep", path]
+    start = time.perf_counter()
+    result = run("sweep", *args, "-o", tmp_path / "out", "-q")
+    assert time.perf_counter() - start < 20
+    errors = one_error(result, f"spec file {path}: more than 1,048,576 values with each alias")
+    assert len(errors) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_grid_too_large_is_refused_before_it_is_expanded(tmp_path):
+    path = tmp_path / "sweep.yaml"
+    axes = ["link_efficiency", "switch_latency_ns", "step_latency_us", "hash_seed", "seed"]
+    path.write_text("grid:\n" + "".join(f"  {a}: {{from: 1, to: 1000, step: 1}}\n" for a in axes))
+    start = time.perf_counter()
+    one_error(run("sweep", "--sweep", path, "-q"), "sweep: 1,000,000,000,000,000 designs; at most 100,000")
+    assert time.perf_counter() - start < 10

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import signal
@@ -1195,9 +1196,11 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
     """A sweep file: ``spec`` (a base spec file, relative to this one) or ``base`` (its fields),
     ``grid`` (field: list of values), ``cases`` (a list of field mappings), ``sizes``,
     ``fail_random``, ``trials``."""
-    from .spec import read_spec_file
+    from .spec import MAX_YAML_VALUES, read_spec_file
 
-    data = read_spec_file(path)  # YAML, bounded and with its errors as one line each
+    # YAML, bounded and with its errors as one line each; its aliases may not stand for more values
+    # than a file could hold written out (the grid and base are walked, copied and hashed)
+    data = read_spec_file(path, max_values=MAX_YAML_VALUES)
     known = ("spec", "base", "grid", "cases", "sizes", "fail_random", "trials")
     unknown = [k for k in data if k not in known]
     if unknown:
@@ -1268,7 +1271,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
     from .outputs.manifest import with_manifest
     from .outputs.writer import OutputFolder
     from .servers import resolve_server
-    from .spec import load_spec, read_spec_file
+    from .spec import MAX_YAML_VALUES, load_spec, read_spec_file
     from .outputs.sweep import Cache, Sweep, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
     from .outputs.sweep import expand as expand_grid
     from .outputs.sweep_files import front_table, sweep_files
@@ -1297,7 +1300,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             if trials is None and data.get("trials") is not None:
                 trials = _convert(click.IntRange(0, 10_000), "trials", data["trials"])
         if spec_file is not None:
-            base = {**read_spec_file(spec_file), **base}
+            base = {**read_spec_file(spec_file, max_values=MAX_YAML_VALUES), **base}
             base_dir = spec_file.parent
         fixed = {k: fields.pop(k) for k in SWEEP_FIXED_SPEC if fields.get(k) is not None}
         for name, values in fields.items():  # flags: an axis each, replacing the sweep file's
@@ -1322,9 +1325,10 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         if scheduler and jobs:
             raise AnalysisError([f"-j {jobs} is the number of local processes; with --scheduler the cluster's "
                                  f"workers run the designs: give one or the other"])
+        count = (math.prod(len(v) for v in grid.values()) if grid else (0 if cases else 1)) + len(cases)
+        if count > MAX_DESIGNS:  # counted before the grid is expanded: ten axes of 1,000 values never are
+            raise AnalysisError([f"sweep: {count:,} designs; at most {MAX_DESIGNS:,} in one sweep"])
         designs = expand_grid(grid, cases)
-        if len(designs) > MAX_DESIGNS:
-            raise AnalysisError([f"sweep: {len(designs):,} designs; at most {MAX_DESIGNS:,} in one sweep"])
         tasks = []
         option_defaults = {f: k.get("default") for f, _, k in ANALYSIS_FLAGS if f not in SWEEP_FIXED_OPTIONS}
         for index, params in enumerate(designs, 1):
