@@ -166,3 +166,54 @@ def test_a_grid_too_large_is_refused_before_it_is_expanded(tmp_path):
     start = time.perf_counter()
     one_error(run("sweep", "--sweep", path, "-q"), "sweep: 1,000,000,000,000,000 designs; at most 100,000")
     assert time.perf_counter() - start < 10
+
+
+# --- the sweep cache: rows checked before they are trusted -------------------------------------------
+
+
+def _sweep_rows(*args):
+    result = run("sweep", *args, "-j", "1", "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout), result.stderr
+
+
+def _corrupt(path: Path, how: str) -> None:
+    from topo.outputs.sweep import row_digest
+
+    data = json.loads(path.read_text())
+    if how == "truncated":
+        path.write_text(path.read_text()[:200])
+    elif how == "hand-edited":
+        data["row"]["busbw_GBps@8G"] = 999.0  # a plausible figure: only the digest tells
+        path.write_text(json.dumps(data))
+    elif how == "wrong-shaped":
+        data["row"]["tiers"] = "two"
+        data["row"]["gpus"] = 4096
+        data["digest"] = row_digest(data["row"])  # shaped wrong, digest right
+        path.write_text(json.dumps(data))
+    elif how == "not-a-mapping":
+        path.write_text("[1, 2, 3]\n")
+    elif how == "nan":
+        path.write_text(path.read_text().replace('"bisection_gbps": ', '"bisection_gbps": NaN, "x": ', 1))
+    elif how == "a-folder":
+        path.unlink()
+        path.mkdir()
+
+
+@pytest.mark.parametrize("how", ["truncated", "hand-edited", "wrong-shaped", "not-a-mapping", "nan", "a-folder"])
+def test_a_bad_cache_entry_is_computed_again_and_said(tmp_path, how):
+    cache = tmp_path / "cache"
+    args = ("--gpus", "64", "--gpus", "128", "--fail-random", "0.05", "--trials", "2")
+    cold, _ = _sweep_rows(*args, "--no-cache")
+    first, _ = _sweep_rows(*args, "--cache", cache)
+    assert first["rows"] == cold["rows"] and first["computed"] == 2
+    entry = cache / f"{next(r['key'] for r in first['rows'] if r['gpus'] == 64)}"
+    entry = next(p for p in cache.iterdir() if p.name.startswith(entry.name))
+    _corrupt(entry, how)
+    warm, err = _sweep_rows(*args, "--cache", cache, "-q")
+    assert warm["rows"] == cold["rows"] and (warm["cached"], warm["computed"]) == (1, 1)
+    said = [line for line in err.splitlines() if "cached row not trusted, computed again" in line]
+    assert len(said) == 1 and entry.name in said[0] and "Traceback" not in err, err
+    if how != "a-folder":  # recomputed and kept again: the next run takes both from the cache
+        again, err = _sweep_rows(*args, "--cache", cache)
+        assert (again["cached"], again["computed"]) == (2, 0) and "not trusted" not in err

@@ -1375,6 +1375,12 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         cache.check()
         with progress.stage(f"sweep of {len(tasks):,} designs" + (f" on {scheduler}" if scheduler else "")):
             rows, stats = run(sweep, cache, jobs=jobs, scheduler=scheduler, progress=update)
+        for found, what in ((cache.rejected, "cached row"), (cache.unwritten, "row")):
+            if found:  # not progress: said also with -q
+                path, why = found[0]
+                more = f"; and {len(found) - 1:,} more" if len(found) > 1 else ""
+                done = "not trusted, computed again" if found is cache.rejected else "could not be cached"
+                _echo_safely(f"topo: {_plural(len(found), what)} {done} ({path.name}: {why}{more})", err=True)
         progress.say(f"{_plural(stats.designs, 'design')}: {stats.cached:,} from the cache, {stats.computed:,} computed"
                      + (f" on {stats.where}" if stats.computed else "")
                      + (f"; {stats.failed:,} could not be built (the error column says why)" if stats.failed else ""))

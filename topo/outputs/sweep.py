@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 from .. import __version__
 from ..errors import TopoError
+from ..inputs import InputFileError, read_text
 
 #: Bumped when the meaning of a cached row changes (with the topo version, part of every key).
 CACHE_FORMAT = 2
@@ -288,27 +289,112 @@ def _one_line(exc: TopoError) -> str:
 # --- the cache ----------------------------------------------------------------------------------
 
 
+#: Largest cache file read (bytes): a row is a few kilobytes.
+MAX_CACHE_BYTES = 1 << 20
+#: Result columns of a row that are whole numbers of at least 0, and those that are numbers of at
+#: least 0 or null; ``cost``, ``cost_per_gpu`` may be any number or null, ``currency`` text or null.
+COUNT_COLUMNS = ("tiers", "leaves", "spines", "cores", "switches", "links", "cables", "transceivers",
+                 "bisection_gbps", "maxflow_gbps")
+AMOUNT_COLUMNS = ("power_w", "power_w_per_gpu", "bisection_gbps_per_gpu", "diameter_links")
+TRIAL_AMOUNTS = TRIAL_COLUMNS[1:]
+
+
+def row_digest(row: dict[str, Any]) -> str:
+    """SHA-256 of a row's canonical JSON, kept beside it in the cache: a row edited since (by hand,
+    or cut short) no longer matches it."""
+    return hashlib.sha256(json.dumps(row, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def row_problem(row: Any, task: Task) -> str | None:
+    """Why a cached ``row`` is not one that :func:`evaluate` gives for ``task`` (None: it may be):
+    the design's descriptive columns as its spec has them, every result column of its type and
+    range, a busbw column per size, and the Monte Carlo columns when the task has trials."""
+    if not isinstance(row, dict) or not all(isinstance(k, str) for k in row):
+        return "its row is not a mapping of columns"
+    if task.spec is not None:
+        for name, value in describe(task.spec).items():
+            if name in row and row[name] != value and not (name == "core_model" and row[name] is None):
+                return f"its {name} is not the design's"
+    if "error" in row:
+        return None if isinstance(row["error"], str) and row["error"] else "its error is not text"
+    for name in COUNT_COLUMNS:
+        value = row.get(name)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            return f"its {name} is not a whole number of at least 0"
+    for name in (*AMOUNT_COLUMNS, *(busbw_column(s) for s in task.sizes)):
+        value = row.get(name)
+        if not (value is None or (_number(value) and value >= 0)):
+            return f"its {name} is not a number of at least 0"
+    for name in ("cost", "cost_per_gpu"):
+        if not (row.get(name) is None or _number(row[name])):
+            return f"its {name} is not a number"
+    if not (row.get("currency") is None or isinstance(row["currency"], str)):
+        return "its currency is not text"
+    if task.trials:
+        if row.get("trials") != task.trials:
+            return f"its trials are not {task.trials}"
+        for name in TRIAL_AMOUNTS:
+            value = row.get(name)
+            if not (_number(value) and value >= 0):
+                return f"its {name} is not a number of at least 0"
+    return None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON has")
+
+
 class Cache:
-    """One JSON file per design, named by its key, under ``folder``; None keeps nothing."""
+    """One JSON file per design, named by its key, under ``folder``; None keeps nothing.
+
+    A cached row is used only when its file is whole and as topo wrote it: JSON of the right
+    format and key, the row's digest matching (:func:`row_digest`) and the row shaped as
+    :func:`evaluate` makes it (:func:`row_problem`). Any other file is computed again and listed in
+    ``rejected`` (file, reason), which the command reports in one line.
+    """
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
+        self.rejected: list[tuple[Path, str]] = []
+        self.unwritten: list[tuple[Path, str]] = []  #: rows that could not be kept (file, reason)
 
     def path(self, key: str) -> Path:
         assert self.folder is not None
         return self.folder / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str, task: Task | None = None) -> dict[str, Any] | None:
+        """The cached row of ``key`` (checked against ``task`` when given), or None."""
         if self.folder is None:
             return None
-        try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # absent, or cut short by a crash: computed again
-        if not isinstance(data, dict) or data.get("key") != key or data.get("format") != CACHE_FORMAT \
-                or not isinstance(data.get("row"), dict):
+        path = self.path(key)
+        if not os.path.lexists(path):
             return None
-        return data["row"]
+        problem, row = self._read(path, key, task)
+        if problem is not None:
+            self.rejected.append((path, problem))
+            return None
+        return row
+
+    def _read(self, path: Path, key: str, task: Task | None) -> tuple[str | None, Any]:
+        try:
+            text = read_text(path, MAX_CACHE_BYTES)
+        except InputFileError as exc:
+            return str(exc).removeprefix(f"{path}").strip(" :") or "unreadable", None
+        try:
+            data = json.loads(text, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            return "not whole JSON (cut short, or edited)", None
+        if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("key") != key:
+            return "not a row of this topo's cache for its key", None
+        row = data.get("row")
+        if not isinstance(row, dict) or data.get("digest") != row_digest(row):
+            return "its row is not the one topo wrote (its digest does not match)", None
+        problem = row_problem(row, task) if task is not None else None
+        return problem, row
 
     def check(self) -> None:
         """Raise SweepError now, before any design is computed, when the folder cannot be written."""
@@ -326,13 +412,19 @@ class Cache:
         if self.folder is None:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        text = json.dumps({"format": CACHE_FORMAT, "key": key, "topo_version": __version__, "row": row},
-                          sort_keys=True, indent=1) + "\n"
+        try:
+            text = json.dumps({"format": CACHE_FORMAT, "key": key, "topo_version": __version__, "row": row,
+                               "digest": row_digest(row)}, sort_keys=True, indent=1, allow_nan=False) + "\n"
+        except ValueError:  # a figure that is not a number: not kept, computed again next time
+            return
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, self.path(key))
+        except OSError as exc:  # (a folder where the file goes, a full disk): the row is not kept
+            Path(tmp).unlink(missing_ok=True)
+            self.unwritten.append((self.path(key), exc.strerror or str(exc)))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -366,7 +458,7 @@ def run(sweep: Sweep, cache: Cache, jobs: int | None = None, scheduler: str | No
         if task.spec is None:  # refused by the spec's checks: nothing to compute or cache
             rows[task.key] = evaluate(task)
             continue
-        hit = cache.get(task.key)
+        hit = cache.get(task.key, task)
         if hit is not None:
             rows[task.key] = hit
         else:
