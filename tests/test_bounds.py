@@ -217,3 +217,56 @@ def test_a_bad_cache_entry_is_computed_again_and_said(tmp_path, how):
     if how != "a-folder":  # recomputed and kept again: the next run takes both from the cache
         again, err = _sweep_rows(*args, "--cache", cache)
         assert (again["cached"], again["computed"]) == (2, 0) and "not trusted" not in err
+
+
+# --- a Dask sweep whose workers are gone ends, with one line ---------------------------------------
+
+
+def test_a_dask_sweep_whose_workers_stop_ends_with_one_error(tmp_path):
+    import subprocess
+    import sys
+    import threading
+
+    distributed = pytest.importorskip("distributed", reason="Dask's distributed package (pip install 'topo[cluster]')")
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                       dashboard_address=None)
+    cache = tmp_path / "cache"
+    stopped = threading.Event()
+
+    def stop_workers_after_the_first_row():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(cache.glob("*.json")):
+            time.sleep(0.1)
+        cluster.scale(0)  # the sweep's workers go away with designs still to run
+        stopped.set()
+
+    topo = str(Path(sys.executable).parent / "topo")
+    grid = [a for g in (256, 512, 768, 1024, 1280, 1536, 1792, 2048) for a in ("--gpus", str(g))]
+    stopper = threading.Thread(target=stop_workers_after_the_first_row, daemon=True)
+    try:
+        stopper.start()
+        start = time.monotonic()
+        result = subprocess.run([topo, "sweep", *grid, "--cache", str(cache), "--scheduler",
+                                 cluster.scheduler_address, "--scheduler-timeout", "3", "-q"],
+                                capture_output=True, text=True, timeout=180)
+        took = time.monotonic() - start
+    finally:
+        cluster.close()
+    assert stopped.is_set()
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "the cluster has had no workers for 3 s (--scheduler-timeout)" in errors[0], errors
+    assert "designs not run, the finished ones are cached" in errors[0]
+    assert 1 <= len(list(cache.glob("*.json"))) < 8 and took < 150
+
+
+def test_a_dask_cluster_without_workers_is_refused_at_once(tmp_path):
+    distributed = pytest.importorskip("distributed", reason="Dask's distributed package (pip install 'topo[cluster]')")
+    cluster = distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None)
+    try:
+        start = time.monotonic()
+        result = run("sweep", "--gpus", "64", "--no-cache", "--scheduler", cluster.scheduler_address)
+        assert time.monotonic() - start < 30
+    finally:
+        cluster.close()
+    one_error(result, f"--scheduler {cluster.scheduler_address}: the cluster has no workers")

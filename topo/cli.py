@@ -1243,11 +1243,15 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
               help="Local processes [the CPUs this process may use].")
 @click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
               help="Run the designs on the Dask cluster of this scheduler instead of local processes.")
+@click.option("--scheduler-timeout", "scheduler_timeout", type=click.FloatRange(1, 86_400), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="With --scheduler: end with an error when the cluster has had no workers this long.")
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, fail_random: float | None,
                   trials: int | None, output: Path | None, force: bool, cache_dir: Path | None, no_cache: bool,
-                  jobs: int | None, scheduler: str | None, fmt: str, quiet: bool, **fields: Any) -> None:
+                  jobs: int | None, scheduler: str | None, scheduler_timeout: float, fmt: str, quiet: bool,
+                  **fields: Any) -> None:
     """Build, cost and analyse many candidate fabrics: one row per design.
 
     Each flag of a spec field or analysis option may be given several times: the sweep is every
@@ -1374,7 +1378,8 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
 
         cache.check()
         with progress.stage(f"sweep of {len(tasks):,} designs" + (f" on {scheduler}" if scheduler else "")):
-            rows, stats = run(sweep, cache, jobs=jobs, scheduler=scheduler, progress=update)
+            rows, stats = run(sweep, cache, jobs=jobs, scheduler=scheduler, progress=update,
+                              scheduler_timeout=scheduler_timeout)
         for found, what in ((cache.rejected, "cached row"), (cache.unwritten, "row")):
             if found:  # not progress: said also with -q
                 path, why = found[0]

@@ -25,6 +25,7 @@ import json
 import math
 import os
 import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -445,10 +446,13 @@ class RunStats:
 
 
 def run(sweep: Sweep, cache: Cache, jobs: int | None = None, scheduler: str | None = None,
-        progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], RunStats]:
+        progress: Callable[[int, int], None] | None = None, scheduler_timeout: float | None = None
+        ) -> tuple[list[dict[str, Any]], RunStats]:
     """Every design's row, in sweep order: from the cache, else computed on ``jobs`` local processes
     (default: the CPUs this process may use) or on the Dask cluster at ``scheduler``. Each computed
-    row is cached as soon as it is back. ``progress(done, total)`` is called as designs finish."""
+    row is cached as soon as it is back. ``progress(done, total)`` is called as designs finish. On a
+    cluster that has had no workers for ``scheduler_timeout`` seconds (DASK_NO_WORKERS_TIMEOUT), or
+    whose worker died running a design, SweepError says so; the rows back by then are cached."""
     stats = RunStats(designs=len(sweep.tasks))
     rows: dict[str, dict[str, Any]] = {}
     todo: dict[str, Task] = {}  # one computation per distinct key (a design listed twice is one)
@@ -481,7 +485,8 @@ def run(sweep: Sweep, cache: Cache, jobs: int | None = None, scheduler: str | No
         tasks = list(todo.values())
         if scheduler:
             stats.where = f"Dask cluster at {scheduler}"
-            _run_dask(scheduler, tasks, finished)
+            _run_dask(scheduler, tasks, finished,
+                      DASK_NO_WORKERS_TIMEOUT if scheduler_timeout is None else scheduler_timeout)
         else:
             workers = max(1, min(jobs or _cpus(), len(tasks)))
             stats.where = f"{workers} local process" + ("es" if workers > 1 else "")
@@ -522,10 +527,17 @@ def _run_local(tasks: list[Task], workers: int, finished: Callable[[str, dict[st
             raise
 
 
-def _run_dask(address: str, tasks: list[Task], finished: Callable[[str, dict[str, Any]], None]) -> None:
+#: Seconds a sweep on a Dask cluster waits while the cluster has no worker (all stopped or gone)
+#: before it ends with an error (``topo sweep --scheduler-timeout``).
+DASK_NO_WORKERS_TIMEOUT = 60.0
+#: Seconds between two looks at the cluster while no design finishes.
+DASK_POLL = 1.0
+
+
+def _run_dask(address: str, tasks: list[Task], finished: Callable[[str, dict[str, Any]], None],
+              timeout: float = DASK_NO_WORKERS_TIMEOUT) -> None:
     try:
-        from distributed import Client
-        from distributed import as_completed as dask_completed
+        from distributed import Client, wait
     except ImportError:
         raise SweepError(f"--scheduler {address}: Dask's distributed package is not installed here; "
                          f"install it with pip install 'topo[cluster]' (and topo on every worker)") from None
@@ -542,11 +554,44 @@ def _run_dask(address: str, tasks: list[Task], finished: Callable[[str, dict[str
             raise SweepError(f"--scheduler {address}: workers run topo {', '.join(wrong)}, this is {__version__}; "
                              f"install the same topo on every worker, so that the rows are this version's")
         futures = client.map(evaluate, tasks, key=[f"topo-sweep-{t.key}" for t in tasks])
-        by_key = {f.key: t.key for f, t in zip(futures, tasks)}
-        for future in dask_completed(futures):
-            finished(by_key[future.key], future.result())
+        by_key = {f.key: t for f, t in zip(futures, tasks)}
+        pending = set(futures)
+        idle_since: float | None = None  # when the cluster was first seen without workers
+        while pending:
+            try:
+                done, pending = wait(pending, timeout=DASK_POLL, return_when="FIRST_COMPLETED")
+            except TimeoutError:  # none finished meanwhile
+                done = set()
+            for future in done:
+                task = by_key[future.key]
+                try:
+                    row = future.result()
+                except Exception as exc:  # the task's worker died (KilledWorker), or it was cancelled
+                    raise SweepError(f"--scheduler {address}: design {task.index} did not run on the cluster "
+                                     f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+                                     f"{len(pending):,} designs not run, the finished ones are cached") from None
+                finished(task.key, row)
+            if done:
+                idle_since = None
+                continue
+            if _workers(client) > 0:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= timeout:
+                raise SweepError(f"--scheduler {address}: the cluster has had no workers for {timeout:g} s "
+                                 f"(--scheduler-timeout); {len(pending):,} designs not run, the finished "
+                                 f"ones are cached")
     finally:
-        client.close()
+        client.close(timeout=10)
+
+
+def _workers(client: Any) -> int:
+    """Workers the scheduler knows now (0 when it cannot say)."""
+    try:
+        return len(client.scheduler_info().get("workers", {}))
+    except (OSError, TimeoutError, KeyError, AttributeError):
+        return 0
 
 
 def _topo_version() -> str:
