@@ -270,3 +270,58 @@ def test_a_dask_cluster_without_workers_is_refused_at_once(tmp_path):
     finally:
         cluster.close()
     one_error(result, f"--scheduler {cluster.scheduler_address}: the cluster has no workers")
+
+
+# --- an analysis's work, estimated before it starts ---------------------------------------------------
+
+
+def test_an_analysis_that_would_not_fit_is_refused_at_once_with_its_figures():
+    start = time.perf_counter()
+    result = run("analyze", "--gpus", 65536, "--hash-samples", 256, "--qps", 256, "-q")
+    assert time.perf_counter() - start < 30  # it reached 5.8 GB and a traceback
+    errors = one_error(result, "8,192 nodes x 16 channels x 256 queue pairs = 33,554,432 queue pairs")
+    assert len(errors) == 1 and ("GiB available: lower --qps" in errors[0] or "would take hours" in errors[0])
+
+
+def test_the_refusal_names_the_estimate_the_memory_available_and_the_flags():
+    from topo.analysis.analyze import AnalysisOptions, check_analysis_work
+    from topo.errors import AnalysisError
+    from topo.fabric import memory_estimate
+    from topo.servers import resolve_server
+    from topo.sizing import plan_fabric
+
+    spec = load_spec({"gpus": 65536})
+    plan, node = plan_fabric(spec), resolve_server(spec, None).node_model()
+    options = AnalysisOptions(qps=64, hash_samples=16)
+    work = check_analysis_work(spec, plan, options, node, available=64 << 30)
+    assert (work.nodes, work.channels, work.queue_pairs) == (8192, 16, 8192 * 16 * 64)
+    assert work.bytes == memory_estimate(plan) + (256 << 20) + 1024 * work.queue_pairs
+    with pytest.raises(AnalysisError) as exc:
+        check_analysis_work(spec, plan, options, node, available=4 << 30)
+    assert exc.value.problems == [
+        f"the analysis routes 8,192 nodes x 16 channels x 64 queue pairs = 8,388,608 queue pairs, which needs "
+        f"about {work.gib:.1f} GiB of memory; this machine has 4.0 GiB available: lower --qps, --channels, "
+        f"--job-gpus or --gpus"]
+    with pytest.raises(AnalysisError, match=r"8,388,608 queue pairs 1024 times .* would take hours"):
+        check_analysis_work(spec, plan, AnalysisOptions(qps=64, hash_samples=1024), node, available=1 << 50)
+
+
+def test_the_estimate_holds_a_real_run():
+    """Peak RSS of a run in which every queue pair is hashed (random order), against its estimate."""
+    import subprocess
+    import sys
+
+    from topo.analysis.analyze import AnalysisOptions, analysis_work
+    from topo.servers import resolve_server
+    from topo.sizing import plan_fabric
+
+    args = {"gpus": 1024}
+    options = AnalysisOptions(qps=64, hash_samples=64, order="random")
+    spec = load_spec(args)
+    work = analysis_work(spec, plan_fabric(spec), options, resolve_server(spec, None).node_model())
+    code = ("import resource; from topo import analyze, build_fabric, load_spec; "
+            "from topo.analysis.analyze import AnalysisOptions; "
+            f"analyze(build_fabric(load_spec({args!r})), AnalysisOptions(qps=64, hash_samples=64, order='random')); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
+    peak = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert peak < work.bytes < 4 * peak, (peak, work.bytes)

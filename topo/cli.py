@@ -794,7 +794,7 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
       topo analyze --gpus 16384 --fail-random 0.02 --seed 7 --format json
     """
     from .addressing import check_addressing
-    from .analysis.analyze import analyze
+    from .analysis.analyze import analyze, check_analysis_work
     from .fabric import build_fabric
     from .outputs.check import design_problems
     from .servers import resolve_server
@@ -812,7 +812,12 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
         overridden = any(value is not None for value in fields.values())
         spec = spec_from_cli(spec_file, fields, progress)
         options.check()
-        check_addressing(spec, plan_fabric(spec))
+        plan = plan_fabric(spec)
+        check_addressing(spec, plan)
+        # a server profile path is relative to the spec file (or design folder) when it names it
+        base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
+        node = resolve_server(spec, base_dir).node_model()
+        check_analysis_work(spec, plan, options, node)  # memory and time, before anything is built
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         if design is not None and not overridden:
@@ -820,9 +825,6 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
             if problems:
                 raise AnalysisError([*problems, f"rebuild it (topo build -f {spec_file} -o NEW) or see what "
                                                 f"changed with topo check {design}"])
-        # a server profile path is relative to the spec file (or design folder) when it names it
-        base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
-        node = resolve_server(spec, base_dir).node_model()
         with progress.stage("analysing"):
             result = analyze(fabric, options, node=node)
     emit(result.to_dict(), fmt, lambda: analysis_table(result))
