@@ -325,3 +325,46 @@ def test_the_estimate_holds_a_real_run():
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
     peak = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert peak < work.bytes < 4 * peak, (peak, work.bytes)
+
+
+# --- a sweep's work: its designs side by side, and its trials -----------------------------------------
+
+
+def test_a_sweep_that_would_not_fit_or_take_hours_is_refused_before_any_design_runs(tmp_path):
+    start = time.perf_counter()
+    errors = one_error(run("sweep", "--gpus", 65536, "--gpus", 32768, "--qps", 128, "--qps", 256, "-j", 4,
+                           "-o", tmp_path / "out", "-q"), "sweep: design ")
+    assert len(errors) == 1 and "4 designs at once (-j) about" in errors[0] and "lower -j" in errors[0]
+    assert "GiB of memory" in errors[0] and not (tmp_path / "out").exists()
+    errors = one_error(run("sweep", "--gpus", 16384, "--gpus", 8192, "--qps", 16, "--hash-samples", 256,
+                           "--fail-random", 0.01, "--trials", 1000, "--no-cache", "-j", 2, "-q"),
+                       "sweep: 2 designs to compute make ", "(each design's times 1 + 1000 trials)",
+                       "which would take hours", "lower --trials")
+    assert len(errors) == 1 and time.perf_counter() - start < 30
+
+
+def test_the_sweep_estimate_counts_the_designs_at_once_and_skips_cached_ones(tmp_path):
+    from topo.outputs.sweep import Cache, SweepError, check_sweep_work
+
+    cache = tmp_path / "cache"
+    rows = json.loads(run("sweep", "--gpus", 64, "--gpus", 128, "--cache", cache, "-j", 1, "--format", "json").stdout)
+    assert rows["computed"] == 2
+    import topo.outputs.sweep as sweep_module
+
+    # the sweep as the command makes it, caught on its way to the estimate
+
+    seen = {}
+    real = sweep_module.check_sweep_work
+
+    def spy(sweep, cache_, workers, available=None):
+        seen["sweep"], seen["cache"] = sweep, cache_
+        return real(sweep, cache_, workers, available)
+
+    sweep_module.check_sweep_work = spy
+    try:
+        assert run("sweep", "--gpus", 64, "--gpus", 128, "--cache", cache, "-j", 2, "-q").exit_code == 0
+    finally:
+        sweep_module.check_sweep_work = real
+    check_sweep_work(seen["sweep"], seen["cache"], 2, available=1)  # both cached: nothing to estimate
+    with pytest.raises(SweepError, match=r"2 designs at once \(-j\) about .* this machine has 0.0 GiB"):
+        check_sweep_work(seen["sweep"], Cache(None), 2, available=1)

@@ -1279,6 +1279,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
     from .servers import resolve_server
     from .spec import MAX_YAML_VALUES, load_spec, read_spec_file
     from .outputs.sweep import Cache, Sweep, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
+    from .outputs.sweep import _cpus, check_sweep_work
     from .outputs.sweep import expand as expand_grid
     from .outputs.sweep_files import front_table, sweep_files
 
@@ -1379,6 +1380,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             counters[total](done)
 
         cache.check()
+        check_sweep_work(sweep, cache, None if scheduler else max(1, min(jobs or _cpus(), len(tasks))))
         with progress.stage(f"sweep of {len(tasks):,} designs" + (f" on {scheduler}" if scheduler else "")):
             rows, stats = run(sweep, cache, jobs=jobs, scheduler=scheduler, progress=update,
                               scheduler_timeout=scheduler_timeout)

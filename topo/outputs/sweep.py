@@ -431,6 +431,61 @@ class Cache:
             raise
 
 
+# --- the work of a sweep, estimated before it starts ---------------------------------------------------
+
+
+def check_sweep_work(sweep: Sweep, cache: "Cache", workers: int | None, available: int | None = None) -> None:
+    """SweepError, before any design runs, when the designs still to compute would not fit this
+    machine's memory on ``workers`` local processes at once (the largest ``workers`` designs side by
+    side), or when their hash draws (each design's times 1 + its trials) would plainly take hours
+    on those processes. ``workers`` None: the designs run on a Dask cluster, whose workers' memory
+    and number this machine cannot see, and only each design's own time is checked."""
+    from ..analysis.analyze import MAX_DRAWS, analysis_work
+    from ..fabric import available_memory
+    from ..sizing import plan_fabric
+
+    estimates = []  # (bytes, draws, task)
+    seen: set[str] = set()
+    for task in sweep.tasks:
+        if task.spec is None or task.key in seen:
+            continue
+        seen.add(task.key)
+        if cache.folder is not None and os.path.exists(cache.path(task.key)):
+            continue  # (most likely) taken from the cache
+        try:
+            options = replace(task.options, sizes=tuple(task.sizes))
+            work = analysis_work(task.spec, plan_fabric(task.spec), options, task.node or _node(task.spec))
+        except TopoError:
+            continue  # its row will say why
+        estimates.append((work.bytes, work.draws * (1 + task.trials), task))
+    if not estimates:
+        return
+    trials = f" (each design's times 1 + {sweep.trials} trials)" if sweep.trials else ""
+    if workers is not None:
+        have = available_memory() if available is None else available
+        at_once = sorted(estimates, key=lambda e: e[0], reverse=True)[:workers]
+        need = sum(e[0] for e in at_once)
+        if have is not None and need > have:
+            big = at_once[0]
+            raise SweepError(f"sweep: design {big[2].index} ({big[2].spec.gpus:,} GPUs) needs about "
+                             f"{big[0] / (1 << 30):.1f} GiB of memory, and {len(at_once)} designs at once (-j) "
+                             f"about {need / (1 << 30):.1f} GiB; this machine has {have / (1 << 30):.1f} GiB "
+                             f"available: lower -j, or the designs' --gpus, --qps or --channels")
+    draws = sum(e[1] for e in estimates)
+    per_process = draws // (workers or 1) if workers is not None else max(e[1] for e in estimates)
+    if per_process > MAX_DRAWS:
+        where = f"on {workers} processes" if workers is not None else "for its largest design"
+        raise SweepError(f"sweep: {len(estimates):,} designs to compute make {draws:,} queue-pair hash draws"
+                         f"{trials}, {per_process:,} {where}, which would take hours (more than {MAX_DRAWS:,}): "
+                         f"lower --trials, --hash-samples, --qps or the designs")
+
+
+def _node(spec: Any) -> Any:
+    from ..servers import resolve_server
+
+    return resolve_server(spec, None).node_model()
+
+
 # --- running --------------------------------------------------------------------------------------
 
 
