@@ -368,3 +368,14 @@ def test_the_sweep_estimate_counts_the_designs_at_once_and_skips_cached_ones(tmp
     check_sweep_work(seen["sweep"], seen["cache"], 2, available=1)  # both cached: nothing to estimate
     with pytest.raises(SweepError, match=r"2 designs at once \(-j\) about .* this machine has 0.0 GiB"):
         check_sweep_work(seen["sweep"], Cache(None), 2, available=1)
+
+
+def test_a_training_request_that_would_not_fit_or_take_hours_is_refused_at_once():
+    start = time.perf_counter()
+    errors = one_error(run("train", "--gpus", 65536, "--model", "llama3-70b", "--qps", 256, "--hash-samples", 256,
+                           "-q"), "pricing a step routes 8,192 nodes x 16 channels x 256 queue pairs")
+    assert len(errors) == 1 and "--job-gpus" not in errors[0]
+    errors = one_error(run("train", "--gpus", 16384, "--model", "llama3-70b", "--qps", 32, "--hash-samples", 256,
+                           "--channels", 64, "--scale", "1024,2048,4096,8192,16384", "--what-if", "-q"),
+                       "pricing 10 steps (--scale, --what-if) routes up to 4,194,304 queue pairs 256 times each")
+    assert len(errors) == 1 and "would take hours" in errors[0] and time.perf_counter() - start < 30

@@ -1616,7 +1616,7 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
       topo train cluster-1024gpus --model deepseek-v3 --gpu h800 --precision fp8
     """
     from .addressing import check_addressing
-    from .analysis.analyze import AnalysisOptions
+    from .analysis.analyze import MAX_DRAWS, AnalysisOptions, check_analysis_work
     from .fabric import build_fabric
     from .outputs.check import design_problems
     from .servers import resolve_server
@@ -1664,6 +1664,16 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
         check_addressing(spec, plan_fabric(spec))
         base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
         server = resolve_server(spec, base_dir).node_model()
+        # memory and time before anything is built: each step prices its collectives one after the
+        # other, each at most an analysis of the whole job; the curve and what-ifs are more steps
+        steps = 1 + (len(counts) if counts else 0) + (4 if what_if else 0)
+        work = check_analysis_work(spec, plan_fabric(spec), options, server, what="pricing a step",
+                                   job_flag=False)
+        if work.draws * steps > MAX_DRAWS:
+            raise AnalysisError([f"pricing {steps} steps (--scale, --what-if) routes up to {work.queue_pairs:,} "
+                                 f"queue pairs {work.samples} times each, {work.draws * steps:,} queue-pair draws, "
+                                 f"which would take hours (more than {MAX_DRAWS:,}): lower --hash-samples, --qps, "
+                                 f"--channels or the --scale points"])
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         if design is not None and not overridden:

@@ -769,7 +769,8 @@ def analysis_work(spec: Any, plan: Any, options: AnalysisOptions, node: NodeMode
 
 
 def check_analysis_work(spec: Any, plan: Any, options: AnalysisOptions, node: NodeModel,
-                        available: int | None = None, what: str = "the analysis") -> WorkEstimate:
+                        available: int | None = None, what: str = "the analysis", job_flag: bool = True
+                        ) -> WorkEstimate:
     """AnalysisError, before anything is built, when the analysis of ``options`` would need more
     memory than this machine has available or would plainly take hours; one line with the figures
     and the flags to lower. Returns the estimate."""
@@ -777,7 +778,7 @@ def check_analysis_work(spec: Any, plan: Any, options: AnalysisOptions, node: No
 
     work = analysis_work(spec, plan, options, node)
     have = available_memory() if available is None else available
-    lower = "lower --qps, --channels" + (", --job-gpus" if not options.job_gpus else "") + " or --gpus"
+    lower = "lower --qps, --channels" + (", --job-gpus" if job_flag and not options.job_gpus else "") + " or --gpus"
     shape = (f"{work.nodes:,} nodes x {work.channels} channels x {work.qps} queue pairs = "
              f"{work.queue_pairs:,} queue pairs")
     if have is not None and work.bytes > have:
