@@ -720,7 +720,7 @@ def _bottlenecks(fabric: Fabric, routes: Routes, rates: Rates, connection_gbps: 
 
 #: Peak bytes of the all-reduce model per queue pair it routes (a connection's sub-flow), above the
 #: fabric's own (fabric.memory_estimate) and the kept hash draws (KEPT_DRAWS_BYTES). Measured (peak
-#: RSS, docs/performance.md): 640 B at 4,096 GPUs in topology order, 1.2 KiB in random order (every
+#: RSS, docs/performance.md): 650 B at 4,096 GPUs in topology order, 1.2 KiB in random order (every
 #: queue pair hashed); 1 KiB with the kept draws' 256 MiB holds every measured run with a margin.
 BYTES_PER_QUEUE_PAIR = 1 << 10
 #: Queue-pair draws (queue pairs x hash samples) above which an analysis is refused as taking hours:
