@@ -379,3 +379,19 @@ def test_a_training_request_that_would_not_fit_or_take_hours_is_refused_at_once(
                            "--channels", 64, "--scale", "1024,2048,4096,8192,16384", "--what-if", "-q"),
                        "pricing 10 steps (--scale, --what-if) routes up to 4,194,304 queue pairs 256 times each")
     assert len(errors) == 1 and "would take hours" in errors[0] and time.perf_counter() - start < 30
+
+
+def test_report_reads_its_sweep_file_bounded(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "sweep.json"
+    os.mkfifo(fifo)
+    topo = str(Path(sys.executable).parent / "topo")
+    spec = Path(__file__).resolve().parent.parent / "examples" / "h100-1024.yaml"
+    result = subprocess.run([topo, "report", str(spec), "--sweep", str(fifo), "-o", str(tmp_path / "r"), "-q"],
+                            capture_output=True, text=True, timeout=60)  # a FIFO blocked the read for good
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+    assert result.returncode == 1 and errors == [f"Error: --sweep {fifo} is not a regular file (a FIFO)"], result.stderr
+    assert not (tmp_path / "r").exists()

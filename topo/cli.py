@@ -1002,10 +1002,14 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
 
 def read_sweep_json(path: Path) -> dict[str, Any]:
     """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
+    from .inputs import MAX_TABLE_BYTES, InputFileError, read_text
+
     file = path / "sweep.json" if path.is_dir() else path
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    try:  # a regular file of at most 64 MiB (a FIFO would block, /dev/zero fill memory)
+        data = json.loads(read_text(file, MAX_TABLE_BYTES))
+    except InputFileError as exc:
+        raise AnalysisError([f"--sweep {exc}"]) from None
+    except (OSError, ValueError, RecursionError) as exc:
         raise AnalysisError([f"--sweep {path}: not a sweep written by topo sweep ({' '.join(str(exc).split())})"]) from None
     if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
         raise AnalysisError([f"--sweep {path}: not a sweep.json written by topo sweep (no rows, pareto and columns)"])
