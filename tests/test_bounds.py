@@ -395,3 +395,15 @@ def test_report_reads_its_sweep_file_bounded(tmp_path):
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
     assert result.returncode == 1 and errors == [f"Error: --sweep {fifo} is not a regular file (a FIFO)"], result.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_draws_not_kept_are_routed_again_to_the_same_result(monkeypatch):
+    import topo.analysis.analyze as analyze_module
+    from topo import analyze
+    from topo.analysis.analyze import AnalysisOptions
+
+    fabric = build_fabric(load_spec({"gpus": 512}))
+    options = AnalysisOptions(qps=4, hash_samples=9, order="random")
+    kept = json.dumps(analyze(fabric, options).to_dict(), sort_keys=True)
+    monkeypatch.setattr(analyze_module, "KEPT_DRAWS_BYTES", 0)  # no draw kept: the median's routed again
+    assert json.dumps(analyze(fabric, options).to_dict(), sort_keys=True) == kept
