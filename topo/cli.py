@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import signal
@@ -937,7 +938,7 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
       topo analyze --gpus 16384 --fail-random 0.02 --seed 7 --format json
     """
     from .addressing import check_addressing
-    from .analysis.analyze import analyze
+    from .analysis.analyze import analyze, check_analysis_work
     from .fabric import build_fabric
     from .outputs.check import design_problems
     from .servers import resolve_server
@@ -955,7 +956,12 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
         overridden = any(value is not None for value in fields.values())
         spec = spec_from_cli(spec_file, fields, progress)
         options.check()
-        check_addressing(spec, plan_fabric(spec))
+        plan = plan_fabric(spec)
+        check_addressing(spec, plan)
+        # a server profile path is relative to the spec file (or design folder) when it names it
+        base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
+        node = resolve_server(spec, base_dir).node_model()
+        check_analysis_work(spec, plan, options, node)  # memory and time, before anything is built
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         if design is not None and not overridden:
@@ -963,9 +969,6 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
             if problems:
                 raise AnalysisError([*problems, f"rebuild it (topo build -f {spec_file} -o NEW) or see what "
                                                 f"changed with topo check {design}"])
-        # a server profile path is relative to the spec file (or design folder) when it names it
-        base_dir = spec_file.parent if spec_file and fields.get("server") is None else None
-        node = resolve_server(spec, base_dir).node_model()
         with progress.stage("analysing"):
             result = analyze(fabric, options, node=node)
     emit(result.to_dict(), fmt, lambda: analysis_table(result))
@@ -1349,9 +1352,11 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
     """A sweep file: ``spec`` (a base spec file, relative to this one) or ``base`` (its fields),
     ``grid`` (field: list of values), ``cases`` (a list of field mappings), ``sizes``,
     ``fail_random``, ``trials``."""
-    from .spec import read_spec_file
+    from .spec import MAX_YAML_VALUES, read_spec_file
 
-    data = read_spec_file(path)  # YAML, bounded and with its errors as one line each
+    # YAML, bounded and with its errors as one line each; its aliases may not stand for more values
+    # than a file could hold written out (the grid and base are walked, copied and hashed)
+    data = read_spec_file(path, max_values=MAX_YAML_VALUES)
     known = ("spec", "base", "grid", "cases", "sizes", "fail_random", "trials")
     unknown = [k for k in data if k not in known]
     if unknown:
@@ -1395,12 +1400,15 @@ def _read_sweep_file(path: Path) -> dict[str, Any]:
               help="Local processes [the CPUs this process may use].")
 @click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
               help="Run the designs on the Dask cluster of this scheduler instead of local processes.")
+@click.option("--scheduler-timeout", "scheduler_timeout", type=click.FloatRange(1, 86_400), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="With --scheduler: end with an error when the cluster has had no workers this long.")
 @format_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, fail_random: float | None,
                   trials: int | None, output: Path | None, force: bool, discard_edits: bool,
-                  cache_dir: Path | None, no_cache: bool,
-                  jobs: int | None, scheduler: str | None, fmt: str, quiet: bool, **fields: Any) -> None:
+                  cache_dir: Path | None, no_cache: bool, jobs: int | None, scheduler: str | None,
+                  scheduler_timeout: float, fmt: str, quiet: bool, **fields: Any) -> None:
     """Build, cost and analyse many candidate fabrics: one row per design.
 
     Each flag of a spec field or analysis option may be given several times: the sweep is every
@@ -1424,8 +1432,9 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
     from .outputs.manifest import with_manifest
     from .outputs.writer import OutputFolder
     from .servers import resolve_server
-    from .spec import load_spec, read_spec_file
+    from .spec import MAX_YAML_VALUES, load_spec, read_spec_file
     from .outputs.sweep import Cache, Sweep, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
+    from .outputs.sweep import _cpus, check_sweep_work
     from .outputs.sweep import expand as expand_grid
     from .outputs.sweep_files import front_table, sweep_files
 
@@ -1454,7 +1463,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             if trials is None and data.get("trials") is not None:
                 trials = _convert(IntRange(0, 10_000), "trials", data["trials"])
         if spec_file is not None:
-            base = {**read_spec_file(spec_file), **base}
+            base = {**read_spec_file(spec_file, max_values=MAX_YAML_VALUES), **base}
             base_dir = spec_file.parent
         fixed = {k: fields.pop(k) for k in SWEEP_FIXED_SPEC if fields.get(k) is not None}
         for name, values in fields.items():  # flags: an axis each, replacing the sweep file's
@@ -1479,9 +1488,10 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         if scheduler and jobs:
             raise AnalysisError([f"-j {jobs} is the number of local processes; with --scheduler the cluster's "
                                  f"workers run the designs: give one or the other"])
+        count = (math.prod(len(v) for v in grid.values()) if grid else (0 if cases else 1)) + len(cases)
+        if count > MAX_DESIGNS:  # counted before the grid is expanded: ten axes of 1,000 values never are
+            raise AnalysisError([f"sweep: {count:,} designs; at most {MAX_DESIGNS:,} in one sweep"])
         designs = expand_grid(grid, cases)
-        if len(designs) > MAX_DESIGNS:
-            raise AnalysisError([f"sweep: {len(designs):,} designs; at most {MAX_DESIGNS:,} in one sweep"])
         tasks = []
         option_defaults = {f: k.get("default") for f, _, k in ANALYSIS_FLAGS if f not in SWEEP_FIXED_OPTIONS}
         for index, params in enumerate(designs, 1):
@@ -1531,8 +1541,16 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             counters[total](done)
 
         cache.check()
+        check_sweep_work(sweep, cache, None if scheduler else max(1, min(jobs or _cpus(), len(tasks))))
         with progress.stage(f"sweep of {len(tasks):,} designs" + (f" on {scheduler}" if scheduler else "")):
-            rows, stats = run(sweep, cache, jobs=jobs, scheduler=scheduler, progress=update)
+            rows, stats = run(sweep, cache, jobs=jobs, scheduler=scheduler, progress=update,
+                              scheduler_timeout=scheduler_timeout)
+        for found, what in ((cache.rejected, "cached row"), (cache.unwritten, "row")):
+            if found:  # not progress: said also with -q
+                path, why = found[0]
+                more = f"; and {len(found) - 1:,} more" if len(found) > 1 else ""
+                done = "not trusted, computed again" if found is cache.rejected else "could not be cached"
+                _echo_safely(f"topo: {_plural(len(found), what)} {done} ({path.name}: {why}{more})", err=True)
         progress.say(f"{_plural(stats.designs, 'design')}: {stats.cached:,} from the cache, {stats.computed:,} computed"
                      + (f" on {stats.where}" if stats.computed else "")
                      + (f"; {stats.failed:,} could not be built (the error column says why)" if stats.failed else ""))
@@ -1769,7 +1787,7 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
       topo train cluster-1024gpus --model deepseek-v3 --gpu h800 --precision fp8
     """
     from .addressing import check_addressing
-    from .analysis.analyze import AnalysisOptions
+    from .analysis.analyze import MAX_DRAWS, AnalysisOptions, check_analysis_work
     from .fabric import build_fabric
     from .outputs.check import design_problems
     from .outputs.writer import check_output_file, write_output_file
@@ -1822,6 +1840,16 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
             check_output_file(output, force, [design, workload_file, options.nccl_constants,
                                               *build_inputs(spec, spec_file, base_dir, fields, ())])
         server = resolve_server(spec, base_dir).node_model()
+        # memory and time before anything is built: each step prices its collectives one after the
+        # other, each at most an analysis of the whole job; the curve and what-ifs are more steps
+        steps = 1 + (len(counts) if counts else 0) + (4 if what_if else 0)
+        work = check_analysis_work(spec, plan_fabric(spec), options, server, what="pricing a step",
+                                   job_flag=False)
+        if work.draws * steps > MAX_DRAWS:
+            raise AnalysisError([f"pricing {steps} steps (--scale, --what-if) routes up to {work.queue_pairs:,} "
+                                 f"queue pairs {work.samples} times each, {work.draws * steps:,} queue-pair draws, "
+                                 f"which would take hours (more than {MAX_DRAWS:,}): lower --hash-samples, --qps, "
+                                 f"--channels or the --scale points"])
         with progress.stage(f"building {spec.gpus:,} GPUs"):
             fabric = build_fabric(spec)
         if design is not None and not overridden:

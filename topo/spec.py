@@ -782,14 +782,70 @@ def parse_yaml(text: str, where: str) -> Any:
         raise SpecError([parse_error(exc, where)]) from None
 
 
-def read_spec_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML spec file into a mapping, or raise SpecError saying what is wrong with it."""
+#: Most values (scalars, lists and mappings, each alias counted as what it stands for) that a file
+#: read with ``max_values`` may hold: a 1 MiB file written out holds fewer than this.
+MAX_YAML_VALUES = 1 << 20
+#: Deepest nesting of lists and mappings such a file may have.
+MAX_YAML_DEPTH = 200
+
+
+class YamlTooDeep(ValueError):
+    """Data nested deeper than MAX_YAML_DEPTH."""
+
+
+def expanded_size(data: Any, limit: int = MAX_YAML_VALUES) -> int:
+    """How many values ``data`` holds with every YAML alias counted as the values it stands for,
+    counted without expanding anything (each distinct list or mapping once), up to ``limit + 1``;
+    YamlTooDeep when it nests deeper than MAX_YAML_DEPTH.
+
+    >>> leaves = ["x"] * 10
+    >>> bomb = [[[leaves] * 10] * 10] * 10  # an alias bomb: ten times ten times ten aliases of one list
+    >>> expanded_size(leaves), expanded_size(bomb), expanded_size(bomb, limit=1000)
+    (11, 11111, 1001)
+    """
+    sizes: dict[int, int] = {}
+
+    def size(value: Any, depth: int) -> int:
+        if not isinstance(value, (list, dict)):
+            return 1
+        known = sizes.get(id(value))
+        if known is not None:
+            return known
+        if depth > MAX_YAML_DEPTH:
+            raise YamlTooDeep
+        children = value.values() if isinstance(value, dict) else value
+        total = 1 + (len(value) if isinstance(value, dict) else 0)  # the mapping and its keys
+        for child in children:
+            total += size(child, depth + 1)
+            if total > limit:
+                total = limit + 1
+                break
+        sizes[id(value)] = total
+        return total
+
+    return size(data, 0)
+
+
+def read_spec_file(path: str | Path, max_values: int | None = None) -> dict[str, Any]:
+    """Read a YAML spec file into a mapping, or raise SpecError saying what is wrong with it.
+
+    With ``max_values``, a file whose aliases stand for more values than that (an alias bomb: a few
+    lines that expand to a billion values) is refused before anything walks through it.
+    """
     path = Path(path)
     try:
         text = read_text(path)
     except InputFileError as exc:
         raise SpecError([f"spec file {exc}"]) from None
     data = parse_yaml(text, f"spec file {path}")
+    if max_values is not None:
+        try:
+            too_many = expanded_size(data, max_values) > max_values
+        except YamlTooDeep:
+            raise SpecError([f"spec file {path}: lists and mappings nested deeper than {MAX_YAML_DEPTH}"]) from None
+        if too_many:
+            raise SpecError([f"spec file {path}: more than {max_values:,} values with each alias (*name) counted "
+                             f"as the values it stands for (an alias bomb?); write the values out, or alias fewer"])
     if data is None:
         data = {}
     if not isinstance(data, Mapping):

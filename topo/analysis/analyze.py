@@ -571,6 +571,12 @@ def base_of(fabric, options, faults, ud, tables, routing, conns: Connections, pc
     return _Base(conns, route_some, base, capacity, max_hops, busiest, nic_cap / busiest, q)
 
 
+#: Most bytes of hash draws that :func:`sample_pattern` keeps to take the median's routes from
+#: (the median's draw is routed again when it was not kept): 64 draws of every queue pair kept
+#: made memory grow with --hash-samples x --qps (65,536 GPUs at 256 x 256: 18 GB).
+KEPT_DRAWS_BYTES = 256 << 20
+
+
 def sample_pattern(b: _Base, options: AnalysisOptions, routing: str, sample: bool,
                    draws: int | None = None) -> _Pattern:
     """Rate a pattern over the hash samples (or over its first routing only, when not sampled).
@@ -596,10 +602,13 @@ def sample_pattern(b: _Base, options: AnalysisOptions, routing: str, sample: boo
     reachable = bool(base.reachable.all())
     slowest = np.empty(samples)
     drawn: list[Routes] = []
+    kept = 0  # bytes of the draws kept, to take the median's without routing it again
     for i in range(samples):
         part = b.route_some(hashed_conn, (options.hash_seed + i) % 2**32)
-        if len(drawn) < 64:
+        size = part.resources.nbytes + part.links.nbytes
+        if len(drawn) == i and len(drawn) < 64 and kept + size <= KEPT_DRAWS_BYTES:
             drawn.append(part)
+            kept += size
         if not reachable or not part.reachable.all():
             slowest[i] = 0.0
         elif options.cc == "ecn":
@@ -776,6 +785,81 @@ def _bottlenecks(fabric: Fabric, routes: Routes, rates: Rates, connection_gbps: 
                      subflows=int(rates.subflows[r]), utilisation=round(float(utilisation[r]), 4))
         top.append(entry)
     return {"slowest_connections": int(slow_conns.size), "saturated_by_kind": by_kind, "top": top}
+
+
+# --- the work of an analysis, estimated before it starts --------------------------------------------
+
+#: Peak bytes of the all-reduce model per queue pair it routes (a connection's sub-flow), above the
+#: fabric's own (fabric.memory_estimate) and the kept hash draws (KEPT_DRAWS_BYTES). Measured (peak
+#: RSS, docs/performance.md): 650 B at 4,096 GPUs in topology order, 1.2 KiB in random order (every
+#: queue pair hashed); 1 KiB with the kept draws' 256 MiB holds every measured run with a margin.
+BYTES_PER_QUEUE_PAIR = 1 << 10
+#: Queue-pair draws (queue pairs x hash samples) above which an analysis is refused as taking hours:
+#: 1.4 us a draw was measured in random order (4,096 GPUs, --qps 64, --hash-samples 256: 190 s), so
+#: this is two hours at 1 us a draw.
+MAX_DRAWS = 7_200_000_000
+
+
+@dataclass(frozen=True)
+class WorkEstimate:
+    """What one analysis routes and holds at its peak (see :func:`analysis_work`)."""
+
+    nodes: int  #: nodes of the job
+    channels: int  #: NCCL channels of its communicator
+    qps: int  #: queue pairs per connection
+    samples: int  #: hash samples (at most; fewer when the model takes fewer)
+    queue_pairs: int  #: nodes x channels x qps: the sub-flows of one pattern
+    draws: int  #: queue pairs x samples
+    bytes: int  #: peak memory, the fabric's included
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / (1 << 30)
+
+
+def analysis_work(spec: Any, plan: Any, options: AnalysisOptions, node: NodeModel) -> WorkEstimate:
+    """The queue pairs the all-reduce model routes for ``options`` on the fabric of ``spec`` and
+    ``plan``, the hash draws it makes, and its peak memory, from the sizes alone (nothing built)."""
+    from ..fabric import memory_estimate
+    from .collective import _pcie_per_nic
+    from .tuner import comm_channels, duplicate_channels
+
+    gpus = options.job_gpus if options.job_gpus and 0 < options.job_gpus <= spec.gpus else spec.gpus
+    nodes = max(1, -(-gpus // spec.gpus_per_node))
+    qps = options.qps or (DUAL_TOR_QPS if spec.dual_tor else 1)
+    if options.channels is not None:
+        channels = options.channels
+    else:
+        nic = min(spec.nic_port_gbps * options.link_efficiency, usable_pcie_gbps(node))
+        graph, bw = duplicate_channels(node.nics, min(nic / 8, _pcie_per_nic(node)), node.sm, MAX_CHANNELS)
+        channels = comm_channels(graph, bw, node.sm, nodes, MAX_CHANNELS)
+    pairs = nodes * channels * qps if nodes > 1 else 0
+    samples = options.hash_samples or DEFAULT_HASH_SAMPLES
+    need = memory_estimate(plan) + (KEPT_DRAWS_BYTES + BYTES_PER_QUEUE_PAIR * pairs if pairs else 0)
+    return WorkEstimate(nodes, channels, qps, samples, pairs, pairs * samples, need)
+
+
+def check_analysis_work(spec: Any, plan: Any, options: AnalysisOptions, node: NodeModel,
+                        available: int | None = None, what: str = "the analysis", job_flag: bool = True
+                        ) -> WorkEstimate:
+    """AnalysisError, before anything is built, when the analysis of ``options`` would need more
+    memory than this machine has available or would plainly take hours; one line with the figures
+    and the flags to lower. Returns the estimate."""
+    from ..fabric import available_memory
+
+    work = analysis_work(spec, plan, options, node)
+    have = available_memory() if available is None else available
+    lower = "lower --qps, --channels" + (", --job-gpus" if job_flag and not options.job_gpus else "") + " or --gpus"
+    shape = (f"{work.nodes:,} nodes x {work.channels} channels x {work.qps} queue pairs = "
+             f"{work.queue_pairs:,} queue pairs")
+    if have is not None and work.bytes > have:
+        raise AnalysisError([f"{what} routes {shape}, which needs about {work.gib:.1f} GiB of memory; this "
+                             f"machine has {have / (1 << 30):.1f} GiB available: {lower}"])
+    if work.draws > MAX_DRAWS:
+        raise AnalysisError([f"{what} routes {shape} {work.samples} times (--hash-samples), "
+                             f"{work.draws:,} queue-pair draws, which would take hours (more than "
+                             f"{MAX_DRAWS:,}): lower --hash-samples, --qps or --channels"])
+    return work
 
 
 def analyze(fabric: Fabric, options: AnalysisOptions | None = None, node: NodeModel | None = None) -> Analysis:

@@ -11,8 +11,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import AnalysisError, close_matches
+from ..errors import QUOTE_LIMIT, AnalysisError, close_matches, quote
 from ..fabric import Fabric, plane_members
+
+
+#: Unknown ``--fail`` names that get close matches (the rest are named without them).
+UNKNOWN_HINTS = 10
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,49 +107,42 @@ def apply_faults(
     links = fabric.links
     live = np.ones(len(links), dtype=bool)
     dead = np.zeros(len(fabric.names), dtype=bool)
-    problems: list[str] = []
-    planes = plane_names(fabric)
-    for item in fail:
+    problems: list[tuple[int, str]] = []  # (position in ``fail``, line): reported in the order given
+    planes = {name: p for p, name in enumerate(plane_names(fabric))}
+    # Each name is looked up once and the links are masked once for all of them (vectorised): a
+    # mask over every link per name cost 14 ms a name on a 65,536-GPU fabric.
+    ports: list[tuple[int, str, str, int, int]] = []  # (position, item, name, vertex, port)
+    unknown = 0
+    for at, item in enumerate(fail):
         name, _, port_text = item.partition(":")
         vertex = fabric.index.get(name)
         if vertex is None and name in planes and not port_text:
-            in_plane = fabric.plane == planes.index(name)
-            dead |= in_plane
-            live &= ~in_plane[links.lo] & ~in_plane[links.hi]
+            dead |= fabric.plane == planes[name]
             continue
         if vertex is None:
-            hints = close_matches(name, fabric.names, n=3)
+            unknown += 1  # close matches for the first few only: each compares with every name
+            hints = close_matches(name, fabric.names, n=3) if unknown <= UNKNOWN_HINTS else []
             hint = f"; close matches: {', '.join(hints)}" if hints else ""
             planes_hint = f" (planes: {', '.join(planes)})" if planes else ""
-            problems.append(f"--fail {item}: no switch or server named {name!r}{hint}{planes_hint}")
+            problems.append((at, f"--fail {_shown(item)}: no switch or server named {quote(name)}{hint}{planes_hint}"))
             continue
         if not port_text:
             dead[vertex] = True
-            live &= (links.lo != vertex) & (links.hi != vertex)
             continue
         try:
             port = int(port_text)
         except ValueError:
-            problems.append(f"--fail {item}: port {port_text!r} is not a number")
+            problems.append((at, f"--fail {_shown(item)}: port {quote(port_text)} is not a number"))
             continue
-        at_port = ((links.lo == vertex) & (links.lo_port == port)) | (
-            (links.hi == vertex) & (links.hi_port == port)
-        )
-        if not at_port.any():
-            used = np.union1d(links.lo_port[links.lo == vertex], links.hi_port[links.hi == vertex])
-            span = f"{used.min()}..{used.max()}" if used.size else "none"
-            peer = fabric.peer_links
-            if peer is not None and (((peer.lo == vertex) | (peer.hi == vertex)) & (peer.lo_port == port)).any():
-                problems.append(f"--fail {item}: port {port} of {name} is its dual-ToR peer link, which carries no "
-                                f"routed traffic in the model (routed ports: {span})")
-                continue
-            problems.append(f"--fail {item}: {name} has no link on port {port} (ports in use: {span})")
-            continue
-        live &= ~at_port
+        ports.append((at, item, name, vertex, port))
+    if dead.any():
+        live &= ~dead[links.lo] & ~dead[links.hi]
+    if ports:
+        problems += _fail_ports(fabric, live, ports)
     if not 0.0 <= fraction < 1.0:
-        problems.append(f"--fail-random {fraction}: must be a fraction from 0 up to (not including) 1")
+        problems.append((len(fail), f"--fail-random {fraction}: must be a fraction from 0 up to (not including) 1"))
     if problems:
-        raise AnalysisError(problems)
+        raise AnalysisError([line for _, line in sorted(problems, key=lambda p: p[0])])
     if fraction > 0:
         candidates = np.flatnonzero(links.kind >= 1)
         count = int(round(fraction * candidates.size))
@@ -153,6 +150,48 @@ def apply_faults(
         live[rng.choice(candidates, size=count, replace=False)] = False
     return Faults(live=live, failed=tuple(fail), random_fraction=float(fraction), seed=seed,
                   dead_vertices=dead)
+
+
+def _shown(item: str) -> str:
+    """A ``--fail`` value as an error line shows it: as given, or quoted and cut when long."""
+    return item if len(item) <= QUOTE_LIMIT and item.isprintable() else quote(item)
+
+
+def _fail_ports(fabric: Fabric, live: np.ndarray, ports: list[tuple[int, str, str, int, int]]
+                ) -> list[tuple[int, str]]:
+    """Take down (in ``live``) the links on the ``(position, item, name, vertex, port)`` ports asked
+    for, all at once; the problems of the ports that have no link, with their positions."""
+    links, peer = fabric.links, fabric.peer_links
+    width = int(max(links.lo_port.max(initial=0), links.hi_port.max(initial=0),
+                    peer.lo_port.max(initial=0) if peer is not None and len(peer) else 0)) + 1
+    lo_key = links.lo.astype(np.int64) * width + links.lo_port
+    hi_key = links.hi.astype(np.int64) * width + links.hi_port
+    asked = np.array([v * width + p if 0 <= p < width else -1 for _, _, _, v, p in ports], dtype=np.int64)
+    live &= ~(np.isin(lo_key, asked) | np.isin(hi_key, asked))
+    found = np.isin(asked, lo_key) | np.isin(asked, hi_key)
+    if found.all():
+        return []
+    # the ports without a link: which ports the device uses, and whether the port is a peer link
+    vertices = len(fabric.names)
+    low, high = np.full(vertices, np.iinfo(np.int64).max), np.full(vertices, -1, dtype=np.int64)
+    for ends, port in ((links.lo, links.lo_port), (links.hi, links.hi_port)):
+        np.minimum.at(low, ends, port.astype(np.int64))
+        np.maximum.at(high, ends, port.astype(np.int64))
+    peer_keys = (np.concatenate([peer.lo.astype(np.int64) * width + peer.lo_port,
+                                 peer.hi.astype(np.int64) * width + peer.lo_port])
+                 if peer is not None and len(peer) else np.zeros(0, dtype=np.int64))
+    is_peer = np.isin(asked, peer_keys) & (asked >= 0)
+    problems = []
+    for i in np.flatnonzero(~found).tolist():
+        at, item, name, vertex, port = ports[i]
+        span = f"{low[vertex]}..{high[vertex]}" if high[vertex] >= 0 else "none"
+        if is_peer[i]:
+            problems.append((at, f"--fail {_shown(item)}: port {port} of {name} is its dual-ToR peer link, which "
+                                 f"carries no routed traffic in the model (routed ports: {span})"))
+        else:
+            problems.append((at, f"--fail {_shown(item)}: {name} has no link on port {port} (ports in use: "
+                                 f"{span})"))
+    return problems
 
 
 def plane_faults(fabric: Fabric, faults: Faults, plane: int) -> Faults:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -42,6 +44,14 @@ def _version(path: Path) -> str | None:
         head = f.read(4096).decode("utf-8", errors="replace")
     match = re.search(r'"topo_version": "([^"\\]{1,40})"', head)
     return match.group(1) if match else None
+
+
+def _regular(path: str) -> bool:
+    """True for a regular file that is not a symbolic link (one ``lstat``)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):  # absent, a name too long, a NUL in it
+        return False
 
 
 def design_problems(folder: Path, fabric: Fabric) -> list[str]:
@@ -117,8 +127,9 @@ def check_folder(folder: Path, fabric: Fabric, render: Callable[[], Iterable[tup
         report.problems.append(str(exc))
         return report
     report.files = len(listed)
-    missing = [p for p in listed if not (folder / p).is_file() or (folder / p).is_symlink()]
-    changed = [p for p in listed if p not in missing and file_digest(folder / p) != listed[p]]
+    missing = [p for p in listed if not _regular(os.path.join(folder, p))]
+    absent = set(missing)  # a set: a list here made the check quadratic in the stamp's entries
+    changed = [p for p in listed if p not in absent and file_digest(folder / p) != listed[p]]
     foreign = foreign_entries(folder, listed)
     if missing:
         report.problems.append(_listing("missing: files the stamp lists that are not there", missing))
@@ -126,7 +137,7 @@ def check_folder(folder: Path, fabric: Fabric, render: Callable[[], Iterable[tup
         report.problems.append(_listing("changed since topo wrote them", changed))
     if foreign:
         report.problems.append(_listing("not topo's: files the stamp does not list", foreign))
-    edited = [name for name in ("spec.yaml", "design.json") if name in missing or name in changed]
+    edited = [name for name in ("spec.yaml", "design.json") if name in absent or name in changed]
     if edited:
         report.problems.append(f"{' and '.join(edited)} changed, so the rest of the folder cannot be checked "
                                f"against {'it' if len(edited) == 1 else 'them'}; rebuild the folder")

@@ -262,3 +262,4 @@ def foreign_entries(folder: Path, files: Iterable[str]) -> list[str]:
 
     walk(os.fspath(folder), "")
     return sorted(foreign)
+

@@ -23,9 +23,11 @@ import hashlib
 import itertools
 import json
 import math
+import errno
 import os
 import stat
 import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -290,45 +292,127 @@ def _one_line(exc: TopoError) -> str:
 # --- the cache ----------------------------------------------------------------------------------
 
 
-#: Largest cache entry read (bytes): a row is a few kilobytes.
-MAX_CACHE_ENTRY = 4 << 20
+#: Largest cache file read (bytes): a row is a few kilobytes.
+MAX_CACHE_BYTES = 1 << 20
+#: Result columns of a row that are whole numbers of at least 0, and those that are numbers of at
+#: least 0 or null; ``cost``, ``cost_per_gpu`` may be any number or null, ``currency`` text or null.
+COUNT_COLUMNS = ("tiers", "leaves", "spines", "cores", "switches", "links", "cables", "transceivers",
+                 "bisection_gbps", "maxflow_gbps")
+AMOUNT_COLUMNS = ("power_w", "power_w_per_gpu", "bisection_gbps_per_gpu", "diameter_links")
+TRIAL_AMOUNTS = TRIAL_COLUMNS[1:]
+
+
+def row_digest(row: dict[str, Any]) -> str:
+    """SHA-256 of a row's canonical JSON, kept beside it in the cache: a row edited since (by hand,
+    or cut short) no longer matches it."""
+    return hashlib.sha256(json.dumps(row, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def row_problem(row: Any, task: Task) -> str | None:
+    """Why a cached ``row`` is not one that :func:`evaluate` gives for ``task`` (None: it may be):
+    the design's descriptive columns as its spec has them, every result column of its type and
+    range, a busbw column per size, and the Monte Carlo columns when the task has trials."""
+    if not isinstance(row, dict) or not all(isinstance(k, str) for k in row):
+        return "its row is not a mapping of columns"
+    if task.spec is not None:
+        for name, value in describe(task.spec).items():
+            if name in row and row[name] != value and not (name == "core_model" and row[name] is None):
+                return f"its {name} is not the design's"
+    if "error" in row:
+        return None if isinstance(row["error"], str) and row["error"] else "its error is not text"
+    for name in COUNT_COLUMNS:
+        value = row.get(name)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            return f"its {name} is not a whole number of at least 0"
+    for name in (*AMOUNT_COLUMNS, *(busbw_column(s) for s in task.sizes)):
+        value = row.get(name)
+        if not (value is None or (_number(value) and value >= 0)):
+            return f"its {name} is not a number of at least 0"
+    for name in ("cost", "cost_per_gpu"):
+        if not (row.get(name) is None or _number(row[name])):
+            return f"its {name} is not a number"
+    if not (row.get("currency") is None or isinstance(row["currency"], str)):
+        return "its currency is not text"
+    if task.trials:
+        if row.get("trials") != task.trials:
+            return f"its trials are not {task.trials}"
+        for name in TRIAL_AMOUNTS:
+            value = row.get(name)
+            if not (_number(value) and value >= 0):
+                return f"its {name} is not a number of at least 0"
+    return None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON has")
 
 
 class Cache:
     """One JSON file per design, named by its key, under ``folder``; None keeps nothing.
 
-    An entry is read only when it is a regular file of at most :data:`MAX_CACHE_ENTRY` bytes,
-    never through a symbolic link (a link planted at an entry's name is not trusted: the design is
-    computed again), and written to a temporary file of a random name (``mkstemp``, ``O_EXCL``)
-    renamed over the entry's name, which replaces a link there, never the file it points to.
+    A cached row is used only when its file is whole and as topo wrote it: a regular file (never
+    read through a symbolic link: a link planted at an entry's name is not trusted), JSON of the
+    right format and key, the row's digest matching (:func:`row_digest`) and the row shaped as
+    :func:`evaluate` makes it (:func:`row_problem`). Any other file is computed again and listed in
+    ``rejected`` (file, reason), which the command reports in one line. An entry is written to a
+    temporary file of a random name (``mkstemp``, ``O_EXCL``) renamed over the entry's name, which
+    replaces a link there, never the file it points to; one that cannot be written is listed in
+    ``unwritten`` and reported the same way.
     """
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
+        self.rejected: list[tuple[Path, str]] = []
+        self.unwritten: list[tuple[Path, str]] = []  #: rows that could not be kept (file, reason)
 
     def path(self, key: str) -> Path:
         assert self.folder is not None
         return self.folder / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str, task: Task | None = None) -> dict[str, Any] | None:
+        """The cached row of ``key`` (checked against ``task`` when given), or None."""
         if self.folder is None:
             return None
-        try:
-            fd = os.open(self.path(key), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            return None  # absent, or a link
+        path = self.path(key)
+        if not os.path.lexists(path):
+            return None
+        problem, row = self._read(path, key, task)
+        if problem is not None:
+            self.rejected.append((path, problem))
+            return None
+        return row
+
+    def _read(self, path: Path, key: str, task: Task | None) -> tuple[str | None, Any]:
+        try:  # never through a link, never waiting on a FIFO
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            return ("a symbolic link, not a file topo wrote" if exc.errno == errno.ELOOP
+                    else f"cannot read it ({exc.strerror or exc})"), None
         try:
             with os.fdopen(fd, "rb") as f:
                 st = os.fstat(f.fileno())
-                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CACHE_ENTRY:
-                    return None
-                data = json.loads(f.read(MAX_CACHE_ENTRY + 1).decode("utf-8"))
-        except (OSError, ValueError, RecursionError):
-            return None  # cut short by a crash, or nested too deep: computed again
-        if not isinstance(data, dict) or data.get("key") != key or data.get("format") != CACHE_FORMAT \
-                or not isinstance(data.get("row"), dict):
-            return None
-        return data["row"]
+                if not stat.S_ISREG(st.st_mode):
+                    return "not a regular file", None
+                if st.st_size > MAX_CACHE_BYTES:
+                    return f"{st.st_size:,} bytes, more than a row takes ({MAX_CACHE_BYTES:,})", None
+                text = f.read(MAX_CACHE_BYTES + 1).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return "not whole UTF-8 text (cut short, or edited)", None
+        try:
+            data = json.loads(text, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            return "not whole JSON (cut short, or edited)", None
+        if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("key") != key:
+            return "not a row of this topo's cache for its key", None
+        row = data.get("row")
+        if not isinstance(row, dict) or data.get("digest") != row_digest(row):
+            return "its row is not the one topo wrote (its digest does not match)", None
+        problem = row_problem(row, task) if task is not None else None
+        return problem, row
 
     def check(self) -> None:
         """Raise SweepError now, before any design is computed, when the folder cannot be written."""
@@ -345,23 +429,82 @@ class Cache:
     def put(self, key: str, row: dict[str, Any]) -> None:
         if self.folder is None:
             return
-        text = json.dumps({"format": CACHE_FORMAT, "key": key, "topo_version": __version__, "row": row},
-                          sort_keys=True, indent=1) + "\n"
+        try:
+            text = json.dumps({"format": CACHE_FORMAT, "key": key, "topo_version": __version__, "row": row,
+                               "digest": row_digest(row)}, sort_keys=True, indent=1, allow_nan=False) + "\n"
+        except ValueError:  # a figure that is not a number: not kept, computed again next time
+            return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
-        except OSError as exc:
-            raise SweepError(f"--cache {self.folder}: cannot write there ({exc.strerror or exc})") from None
+        except OSError as exc:  # the folder cannot be made or written: the row is not kept
+            self.unwritten.append((self.path(key), exc.strerror or str(exc)))
+            return
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, self.path(key))  # a link at the entry's name is replaced, not followed
-        except OSError as exc:
+        except OSError as exc:  # (a folder where the file goes, a full disk): the row is not kept
             Path(tmp).unlink(missing_ok=True)
-            raise SweepError(f"--cache {self.folder}: cannot write {key}.json ({exc.strerror or exc})") from None
+            self.unwritten.append((self.path(key), exc.strerror or str(exc)))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+# --- the work of a sweep, estimated before it starts ---------------------------------------------------
+
+
+def check_sweep_work(sweep: Sweep, cache: "Cache", workers: int | None, available: int | None = None) -> None:
+    """SweepError, before any design runs, when the designs still to compute would not fit this
+    machine's memory on ``workers`` local processes at once (the largest ``workers`` designs side by
+    side), or when their hash draws (each design's times 1 + its trials) would plainly take hours
+    on those processes. ``workers`` None: the designs run on a Dask cluster, whose workers' memory
+    and number this machine cannot see, and only each design's own time is checked."""
+    from ..analysis.analyze import MAX_DRAWS, analysis_work
+    from ..fabric import available_memory
+    from ..sizing import plan_fabric
+
+    estimates = []  # (bytes, draws, task)
+    seen: set[str] = set()
+    for task in sweep.tasks:
+        if task.spec is None or task.key in seen:
+            continue
+        seen.add(task.key)
+        if cache.folder is not None and os.path.exists(cache.path(task.key)):
+            continue  # (most likely) taken from the cache
+        try:
+            options = replace(task.options, sizes=tuple(task.sizes))
+            work = analysis_work(task.spec, plan_fabric(task.spec), options, task.node or _node(task.spec))
+        except TopoError:
+            continue  # its row will say why
+        estimates.append((work.bytes, work.draws * (1 + task.trials), task))
+    if not estimates:
+        return
+    trials = f" (each design's times 1 + {sweep.trials} trials)" if sweep.trials else ""
+    if workers is not None:
+        have = available_memory() if available is None else available
+        at_once = sorted(estimates, key=lambda e: e[0], reverse=True)[:workers]
+        need = sum(e[0] for e in at_once)
+        if have is not None and need > have:
+            big = at_once[0]
+            raise SweepError(f"sweep: design {big[2].index} ({big[2].spec.gpus:,} GPUs) needs about "
+                             f"{big[0] / (1 << 30):.1f} GiB of memory, and {len(at_once)} designs at once (-j) "
+                             f"about {need / (1 << 30):.1f} GiB; this machine has {have / (1 << 30):.1f} GiB "
+                             f"available: lower -j, or the designs' --gpus, --qps or --channels")
+    draws = sum(e[1] for e in estimates)
+    per_process = draws // (workers or 1) if workers is not None else max(e[1] for e in estimates)
+    if per_process > MAX_DRAWS:
+        where = f"on {workers} processes" if workers is not None else "for its largest design"
+        raise SweepError(f"sweep: {len(estimates):,} designs to compute make {draws:,} queue-pair hash draws"
+                         f"{trials}, {per_process:,} {where}, which would take hours (more than {MAX_DRAWS:,}): "
+                         f"lower --trials, --hash-samples, --qps or the designs")
+
+
+def _node(spec: Any) -> Any:
+    from ..servers import resolve_server
+
+    return resolve_server(spec, None).node_model()
 
 
 # --- running --------------------------------------------------------------------------------------
@@ -379,10 +522,13 @@ class RunStats:
 
 
 def run(sweep: Sweep, cache: Cache, jobs: int | None = None, scheduler: str | None = None,
-        progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], RunStats]:
+        progress: Callable[[int, int], None] | None = None, scheduler_timeout: float | None = None
+        ) -> tuple[list[dict[str, Any]], RunStats]:
     """Every design's row, in sweep order: from the cache, else computed on ``jobs`` local processes
     (default: the CPUs this process may use) or on the Dask cluster at ``scheduler``. Each computed
-    row is cached as soon as it is back. ``progress(done, total)`` is called as designs finish."""
+    row is cached as soon as it is back. ``progress(done, total)`` is called as designs finish. On a
+    cluster that has had no workers for ``scheduler_timeout`` seconds (DASK_NO_WORKERS_TIMEOUT), or
+    whose worker died running a design, SweepError says so; the rows back by then are cached."""
     stats = RunStats(designs=len(sweep.tasks))
     rows: dict[str, dict[str, Any]] = {}
     todo: dict[str, Task] = {}  # one computation per distinct key (a design listed twice is one)
@@ -392,7 +538,7 @@ def run(sweep: Sweep, cache: Cache, jobs: int | None = None, scheduler: str | No
         if task.spec is None:  # refused by the spec's checks: nothing to compute or cache
             rows[task.key] = evaluate(task)
             continue
-        hit = cache.get(task.key)
+        hit = cache.get(task.key, task)
         if hit is not None:
             rows[task.key] = hit
         else:
@@ -415,7 +561,8 @@ def run(sweep: Sweep, cache: Cache, jobs: int | None = None, scheduler: str | No
         tasks = list(todo.values())
         if scheduler:
             stats.where = f"Dask cluster at {scheduler}"
-            _run_dask(scheduler, tasks, finished)
+            _run_dask(scheduler, tasks, finished,
+                      DASK_NO_WORKERS_TIMEOUT if scheduler_timeout is None else scheduler_timeout)
         else:
             workers = max(1, min(jobs or _cpus(), len(tasks)))
             stats.where = f"{workers} local process" + ("es" if workers > 1 else "")
@@ -456,10 +603,17 @@ def _run_local(tasks: list[Task], workers: int, finished: Callable[[str, dict[st
             raise
 
 
-def _run_dask(address: str, tasks: list[Task], finished: Callable[[str, dict[str, Any]], None]) -> None:
+#: Seconds a sweep on a Dask cluster waits while the cluster has no worker (all stopped or gone)
+#: before it ends with an error (``topo sweep --scheduler-timeout``).
+DASK_NO_WORKERS_TIMEOUT = 60.0
+#: Seconds between two looks at the cluster while no design finishes.
+DASK_POLL = 1.0
+
+
+def _run_dask(address: str, tasks: list[Task], finished: Callable[[str, dict[str, Any]], None],
+              timeout: float = DASK_NO_WORKERS_TIMEOUT) -> None:
     try:
-        from distributed import Client
-        from distributed import as_completed as dask_completed
+        from distributed import Client, wait
     except ImportError:
         raise SweepError(f"--scheduler {address}: Dask's distributed package is not installed here; "
                          f"install it with pip install 'topo[cluster]' (and topo on every worker)") from None
@@ -476,11 +630,44 @@ def _run_dask(address: str, tasks: list[Task], finished: Callable[[str, dict[str
             raise SweepError(f"--scheduler {address}: workers run topo {', '.join(wrong)}, this is {__version__}; "
                              f"install the same topo on every worker, so that the rows are this version's")
         futures = client.map(evaluate, tasks, key=[f"topo-sweep-{t.key}" for t in tasks])
-        by_key = {f.key: t.key for f, t in zip(futures, tasks)}
-        for future in dask_completed(futures):
-            finished(by_key[future.key], future.result())
+        by_key = {f.key: t for f, t in zip(futures, tasks)}
+        pending = set(futures)
+        idle_since: float | None = None  # when the cluster was first seen without workers
+        while pending:
+            try:
+                done, pending = wait(pending, timeout=DASK_POLL, return_when="FIRST_COMPLETED")
+            except TimeoutError:  # none finished meanwhile
+                done = set()
+            for future in done:
+                task = by_key[future.key]
+                try:
+                    row = future.result()
+                except Exception as exc:  # the task's worker died (KilledWorker), or it was cancelled
+                    raise SweepError(f"--scheduler {address}: design {task.index} did not run on the cluster "
+                                     f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+                                     f"{len(pending):,} designs not run, the finished ones are cached") from None
+                finished(task.key, row)
+            if done:
+                idle_since = None
+                continue
+            if _workers(client) > 0:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= timeout:
+                raise SweepError(f"--scheduler {address}: the cluster has had no workers for {timeout:g} s "
+                                 f"(--scheduler-timeout); {len(pending):,} designs not run, the finished "
+                                 f"ones are cached")
     finally:
-        client.close()
+        client.close(timeout=10)
+
+
+def _workers(client: Any) -> int:
+    """Workers the scheduler knows now (0 when it cannot say)."""
+    try:
+        return len(client.scheduler_info().get("workers", {}))
+    except (OSError, TimeoutError, KeyError, AttributeError):
+        return 0
 
 
 def _topo_version() -> str:

@@ -25,7 +25,7 @@ from ..analysis.faults import Faults, apply_faults
 from ..analysis.routing import port_tables
 from ..analysis.tuner import DEFAULT_CONSTANTS, RING, SIMPLE, load_constants
 from ..analysis.updown import updown
-from ..errors import AnalysisError
+from ..errors import AnalysisError, quote
 from ..fabric import Fabric, is_ethernet
 from ..servers import NodeModel, pcie_mbps
 from ..workload import BF16, GRAD_BYTES, Workload, domain_size
@@ -274,7 +274,10 @@ class Pricer:
         if not live.all():
             nic = int(np.flatnonzero(~live)[0])
             server = self.fabric.names[nic // self.nics]
-            asked = ", ".join(f"--fail {f}" for f in self.options.fail) or f"--fail-random {self.options.fail_random}"
+            fail = self.options.fail
+            asked = (", ".join(f"--fail {quote(f) if len(f) > 60 else f}" for f in fail[:3])
+                     + (f" (and {len(fail) - 3:,} more --fail)" if len(fail) > 3 else "")
+                     or f"--fail-random {self.options.fail_random}")
             raise AnalysisError([f"{asked}: takes the link of NIC {nic % self.nics} of {server} (and "
                                  f"{int((~live).sum()) - 1:,} more) down, and a training job stops when a NIC "
                                  f"loses its link; fail spines, cores or switch-to-switch links"])
