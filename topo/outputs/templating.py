@@ -573,7 +573,9 @@ def render_template(env: jinja2.Environment, template: str, context: dict[str, A
     except jinja2.TemplateError as exc:
         name, line = _template_location(exc)
         where = template_display_name(env, name or template) + (f", line {line}" if line else "")
-        raise TemplateError(f"template {where}: {problem_kind(str(exc.message or exc), names=True)}") from None
+        text = str(exc.message or exc)  # topo's own refusals as they are; Jinja2's without the template's text
+        own = isinstance(exc, (RenderLimit, TopoSecurityError))
+        raise TemplateError(f"template {where}: {text if own else problem_kind(text, names=True)}") from None
     except Exception as exc:
         name, line = _template_location(exc, frames_only=True)
         if name is None:
@@ -609,6 +611,11 @@ _BUDGET_REPEAT = 0.25
 #: Python's default text of an object: ``<jinja2.utils.Cycler object at 0x7f...>``. The address
 #: differs from run to run.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+class TopoSecurityError(SecurityError):
+    """A refusal of topo's own sandbox (a product too big to make, random text): its message holds
+    none of the template's text, and is shown whole."""
 
 
 class RenderLimit(jinja2.exceptions.TemplateRuntimeError):
@@ -754,7 +761,7 @@ def _check_product(left: Any, right: Any) -> None:
             continue
         if isinstance(item, str):
             if count > 0 and len(item) * count > MAX_OUTPUT_CHARS:
-                raise SecurityError(f"a string of {len(item):,} repeated {count:,} times would hold "
+                raise TopoSecurityError(f"a string of {len(item):,} repeated {count:,} times would hold "
                                     f"{len(item) * count:,} characters; at most {MAX_OUTPUT_CHARS:,}")
             return
         if isinstance(item, (list, tuple)):
@@ -762,11 +769,11 @@ def _check_product(left: Any, right: Any) -> None:
                               or _weight(item) * count > MAX_OUTPUT_CHARS):
                 total = max(len(item), _weight(item)) * count
                 items = f"{len(item):,} item" + ("" if len(item) == 1 else "s")
-                raise SecurityError(f"a {type(item).__name__} of {items} repeated {count:,} times "
+                raise TopoSecurityError(f"a {type(item).__name__} of {items} repeated {count:,} times "
                                     f"would hold {total:,} items and characters; at most {MAX_OUTPUT_CHARS:,}")
             return
         if isinstance(item, int) and count.bit_length() + item.bit_length() > MAX_INT_BITS + 1:
-            raise SecurityError(f"a product of integers of {count.bit_length():,} and {item.bit_length():,} "
+            raise TopoSecurityError(f"a product of integers of {count.bit_length():,} and {item.bit_length():,} "
                                 f"bits; a template's integers may have at most {MAX_INT_BITS:,} bits")
 
 
@@ -788,7 +795,7 @@ def _check_power(base: Any, exponent: Any) -> None:
     """Refuse ``base ** exponent`` of integers where the result would have more than MAX_INT_BITS."""
     if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
         if (abs(base).bit_length() - 1) * exponent > MAX_INT_BITS:
-            raise SecurityError(f"a power of integers of at least {(abs(base).bit_length() - 1) * exponent:,} "
+            raise TopoSecurityError(f"a power of integers of at least {(abs(base).bit_length() - 1) * exponent:,} "
                                 f"bits; a template's integers may have at most {MAX_INT_BITS:,} bits")
 
 
@@ -796,7 +803,7 @@ def _unavailable(what: str) -> Callable[..., Any]:
     """A filter or global that refuses to run: its result would change from run to run."""
 
     def refused(*args: Any, **kwargs: Any) -> Any:
-        raise SecurityError(f"{what} is not available: its result changes from run to run, and topo "
+        raise TopoSecurityError(f"{what} is not available: its result changes from run to run, and topo "
                             f"writes the same files for the same input")
 
     refused.__name__ = refused.__qualname__ = "unavailable"

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..errors import OutputError, quote
+from ..inputs import shown_path
 from .manifest import KINDS, NotABuild, Written, changed_files, foreign_entries, kind_name, read_stamp
 
 try:
@@ -424,7 +425,7 @@ def check_output_file(path: str | Path, force: bool, inputs: Iterable[str | Path
     inside, or links to) an input of the command. A link at ``path`` is replaced by the file, never
     written through."""
     path = Path(path)
-    name = f"{shown} {path}"
+    name = f"{shown} {shown_path(path)}"
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -441,7 +442,7 @@ def check_output_file(path: str | Path, force: bool, inputs: Iterable[str | Path
     for given, real in sorted(given_inputs, key=lambda pair: pair[1] not in targets):  # the file itself first
         if any(_inside(target, real) for target in targets):
             where = "" if real in targets else "inside "
-            raise OutputError(f"{name}: is {where}{given}, an input of this command, which writing it would "
+            raise OutputError(f"{name}: is {where}{shown_path(given)}, an input of this command, which writing it would "
                               f"replace; write to another file")
 
 
@@ -460,7 +461,7 @@ def write_output_file(path: str | Path, data: bytes, force: bool, inputs: Iterab
     try:
         fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise OutputError(f"{shown} {path}: cannot write it ({exc.strerror or exc})") from None
+        raise OutputError(f"{shown} {shown_path(path)}: cannot write it ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -477,9 +478,9 @@ def write_output_file(path: str | Path, data: bytes, force: bool, inputs: Iterab
         except OSError:
             pass
         if exc.errno == errno.EEXIST:
-            raise OutputError(f"{shown} {path}: was written by someone else meanwhile; nothing was "
+            raise OutputError(f"{shown} {shown_path(path)}: was written by someone else meanwhile; nothing was "
                               f"replaced (give --force to replace it)") from None
-        raise OutputError(f"{shown} {path}: cannot write it ({exc.strerror or exc})") from None
+        raise OutputError(f"{shown} {shown_path(path)}: cannot write it ({exc.strerror or exc})") from None
     except BaseException:
         try:
             os.unlink(tmp)
