@@ -168,7 +168,12 @@ def _sha256_of(path: str, key: tuple[int, int, int, int]) -> str | None:
         if not stat.S_ISREG(st.st_mode) or st.st_ino != key[0]:
             return None
         try:
-            return hashlib.file_digest(f, "sha256").hexdigest()  # read and hashed in C, without the GIL
+            if hasattr(hashlib, "file_digest"):  # Python 3.11+: read and hashed in C, without the GIL
+                return hashlib.file_digest(f, "sha256").hexdigest()
+            h = hashlib.sha256()  # Python 3.10: hashlib releases the GIL for blocks this size too
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+            return h.hexdigest()
         except OSError:
             return None
 
