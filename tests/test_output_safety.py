@@ -288,13 +288,19 @@ def test_tidying_up_removes_only_folders_topo_can_prove_it_made(tmp_path, built)
     (tmp_path / "lockish").write_text("")
     (linked / writer.LOCK).symlink_to(tmp_path / "lockish")
     (linked / "notes.txt").write_text("mine")
-    aside = tmp_path / ".out.old-abcd1234"  # a whole old build folder set aside, an hour old: topo's
+    aside = tmp_path / f".out.old-{4:020d}-4545-89abcdef"  # a whole old build folder set aside, an hour old: topo's
     shutil.copytree(built, aside)
     _age(aside, 7200)
-    edited = tmp_path / ".out.old-efgh5678"  # the same, edited: the user's now
+    edited = tmp_path / f".out.old-{5:020d}-4646-89abcdef"  # the same, edited: the user's now
     shutil.copytree(built, edited)
     (edited / "README.md").write_text("mine")
     _age(edited, 7200)
+    # a dated copy of a whole build (cp -a out .out.old-20261205): named as an earlier topo named the
+    # folders it set aside, but those held the old folder one level down, never a stamp of their own
+    backups = [tmp_path / ".out.old-20261205", tmp_path / ".out.tmp-backup01"]
+    for backup in backups:
+        shutil.copytree(built, backup)
+        _age(backup, 7200)
     dead = tmp_path / f".out.tmp-{3:020d}-4444-0123abcd"  # a dead build's: its lock, free
     dead.mkdir()
     (dead / writer.LOCK).write_text("")
@@ -302,6 +308,7 @@ def test_tidying_up_removes_only_folders_topo_can_prove_it_made(tmp_path, built)
     assert (legacy / "thesis.tex").read_text() == "years of work"
     assert (no_lock / "notes.txt").is_file() and (linked / "notes.txt").is_file()
     assert (edited / "README.md").read_text() == "mine"
+    assert all((backup / MANIFEST).is_file() for backup in backups)
     assert not aside.exists() and not dead.exists()
 
 

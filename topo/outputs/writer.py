@@ -48,8 +48,8 @@ except ImportError:  # pragma: no cover - not on Linux or macOS
 
 #: Lock file inside a temporary folder, held while its build runs (never published).
 LOCK = ".topo-lock"
-#: A folder set aside by a replacement (``.NAME.old-...``) or left by an earlier version of topo is
-#: removed when this old (seconds), and only when it is a whole, unedited folder of topo's.
+#: A folder set aside by a replacement (``.NAME.old-<time>-<pid>-<random>``) is removed when this
+#: old (seconds), and only when it is a whole, unedited folder of topo's.
 LEGACY_AGE_S = 3600
 #: Most changed files an error line names (the rest are counted).
 SHOWN_CHANGED = 3
@@ -229,13 +229,19 @@ class OutputFolder:
         """Remove what dead builds left beside the folder; stop if an earlier build is writing it.
 
         Only a folder topo can prove it made is removed: a temporary folder with topo's lock file
-        that no process holds (its build died), or a folder set aside by a replacement (or left by
-        an earlier topo) that is older than :data:`LEGACY_AGE_S` and whole and unedited as its
-        stamp lists it. A folder of such a name without that proof is the user's, and stays."""
+        that no process holds (its build died), or a folder set aside by a replacement
+        (``.NAME.old-<time>-<pid>-<random>``) that is older than :data:`LEGACY_AGE_S` and whole
+        and unedited as its stamp lists it. A folder of such a name without that proof is the
+        user's, and stays: so does one named as an earlier topo named its folders
+        (``.NAME.tmp-XXXXXXXX``, ``.NAME.old-XXXXXXXX``), which had no lock, and whose set-aside
+        folder held the old one a level down, never a stamp of its own."""
         assert self.tmp is not None
         prefix = f".{self.out.name}."
         ours = re.compile(re.escape(prefix) + r"tmp-(\d{20})-(\d+)(-[0-9a-f]{8})?$")
-        aside = re.compile(re.escape(prefix) + r"(old-\d{20}-\d+(-[0-9a-f]{8})?|(tmp|old)-[A-Za-z0-9_]{8})$")
+        # only the name topo gives a folder it sets aside: an earlier topo's .NAME.old-XXXXXXXX (made
+        # by mkdtemp) held the old folder one level down, never a stamp of its own, so a whole folder
+        # of that name is a copy someone made (cp -a out .out.old-20261205), and stays
+        aside = re.compile(re.escape(prefix) + r"old-\d{20}-\d+(-[0-9a-f]{8})?$")
         for entry in os.scandir(self.out.parent):
             if not entry.name.startswith(prefix) or entry.path == str(self.tmp) or entry.is_symlink():
                 continue
