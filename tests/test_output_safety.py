@@ -224,6 +224,30 @@ def test_an_edit_made_while_topo_builds_is_found_after_the_swap(tmp_path, built,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["design"]
 
 
+def test_without_renameat2_force_checks_the_old_folder_once_it_is_set_aside(tmp_path, built, monkeypatch):
+    """Where the file system cannot exchange two folders, a file that lands in the old folder just
+    before it is renamed aside (after any check made at its own name) is found, and nothing is lost."""
+    folder = design(built, tmp_path)
+    monkeypatch.setattr(writer, "_renameat2", lambda: None)
+    real = os.rename
+    late = [folder / "late.txt"]
+
+    def rename_and_meanwhile(src, dst, *args, **kwargs):
+        if Path(src) == folder and late:  # the old folder, about to go aside
+            late.pop().write_text("written just now")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(writer.os, "rename", rename_and_meanwhile)
+    one_error(run("build", "--gpus", 16, "-o", folder, "--force", "-q"),
+              "changed while topo was building, so nothing was replaced", "'late.txt'")
+    assert (folder / "late.txt").read_text() == "written just now"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["design"]
+    (folder / "late.txt").unlink()
+    assert run("build", "--gpus", 16, "-o", folder, "--force", "-q").exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["design"]
+    assert run("check", folder).exit_code == 0
+
+
 # --- --force and folders of another kind ---------------------------------------------------------
 
 

@@ -327,12 +327,22 @@ class OutputFolder:
                                   f"replaced ({exc.message})") from None
             shutil.rmtree(tmp, ignore_errors=True)
             return
-        self._check_replaceable(out, self.given, self._seen)
+        # no exchange: set the old folder aside first and check it there, where nothing lands by
+        # its name any more (a check at its own name would leave a window before the rename)
         old = out.parent / f".{out.name}.old-{time.time_ns():020d}-{os.getpid()}-{_token()}"
         os.rename(out, old)
         try:
+            self._check_replaceable(old, self.given, self._seen)
+        except OutputError as exc:
+            os.rename(old, out)
+            raise OutputError(f"output {self.given} changed while topo was building, so nothing was "
+                              f"replaced ({exc.message})") from None
+        except BaseException:
+            os.rename(old, out)
+            raise
+        try:
             os.rename(tmp, out)
-        except OSError:
+        except BaseException:
             os.rename(old, out)
             raise
         shutil.rmtree(old, ignore_errors=True)
