@@ -152,6 +152,15 @@ def test_sweep_never_writes_its_cache_into_the_folder_it_replaces(tmp_path):
     assert not (out / "cache").exists() and read_stamp(out).command == "sweep"
 
 
+@pytest.mark.parametrize("output", [".", "", "/", "sub/.."])
+def test_sweep_to_a_folder_without_a_name_of_its_own_is_one_error_line(tmp_path, monkeypatch, output):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    one_error(run("sweep", "--gpus", 16, "-o", output, "-q", "-j", 1), "is the working folder or holds it")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+    assert not (tmp_path.parent / f"{tmp_path.name}.cache").exists()
+
+
 # --- --force and hand edits ----------------------------------------------------------------------
 
 

@@ -1388,8 +1388,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         if no_cache:
             cache = Cache(None)
         else:
-            cache = Cache(cache_dir if cache_dir is not None else (output.with_name(output.name + ".cache")
-                                                                   if output is not None else None))
+            cache = Cache(cache_dir if cache_dir is not None else _default_cache(output))
         if output is not None:
             inputs = [spec_file, sweep_file, cache.folder, *_named_files(fixed, base, base_dir),
                       *sorted({Path(t.options.nccl_constants) for t in tasks if t.options.nccl_constants})]
@@ -1429,6 +1428,19 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         return head + "\n" + format_table(headers, front) + (f"\n\nsweep: {output}/sweep.csv" if output else "")
 
     emit(data, fmt, table)
+
+
+def _default_cache(output: Path | None) -> Path | None:
+    """The cache beside ``-o OUTPUT``: ``OUTPUT.cache``. An output without a name of its own
+    (``.``, ``/``, ``dir/..``) is named by where it is; one with none even there (``/``) has no
+    cache, and the output's own check refuses it."""
+    if output is None:
+        return None
+    if output.name in ("", ".", ".."):
+        output = Path(os.path.abspath(output))
+        if not output.name:
+            return None
+    return output.with_name(output.name + ".cache")
 
 
 def _spec_overrides(fields: dict[str, Any]) -> dict[str, Any]:
