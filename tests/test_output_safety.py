@@ -161,6 +161,20 @@ def test_sweep_to_a_folder_without_a_name_of_its_own_is_one_error_line(tmp_path,
     assert not (tmp_path.parent / f"{tmp_path.name}.cache").exists()
 
 
+def test_a_link_planted_at_the_sweeps_own_cache_name_is_never_followed(tmp_path):
+    """OUTPUT.cache is a name topo chose: a link there is not followed (its entries would be
+    written into, and trusted from, wherever it points); a --cache the user names may be one."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "sweep.cache").symlink_to(elsewhere)
+    one_error(run("sweep", "--gpus", 16, "-o", tmp_path / "sweep", "-q", "-j", 1),
+              f"the sweep's cache {tmp_path / 'sweep.cache'} is a symbolic link", "--cache")
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "sweep").exists()
+    assert run("sweep", "--gpus", 16, "-o", tmp_path / "sweep", "-q", "-j", 1,
+               "--cache", tmp_path / "sweep.cache").exit_code == 0
+    assert len(list(elsewhere.iterdir())) == 1
+
+
 # --- --force and hand edits ----------------------------------------------------------------------
 
 

@@ -1298,7 +1298,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
     from .outputs.writer import OutputFolder
     from .servers import resolve_server
     from .spec import load_spec, read_spec_file
-    from .outputs.sweep import Cache, Sweep, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
+    from .outputs.sweep import Cache, Sweep, SweepError, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
     from .outputs.sweep import expand as expand_grid
     from .outputs.sweep_files import front_table, sweep_files
 
@@ -1389,6 +1389,10 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             cache = Cache(None)
         else:
             cache = Cache(cache_dir if cache_dir is not None else _default_cache(output))
+            if cache_dir is None and cache.folder is not None and cache.folder.is_symlink():
+                # a name topo chose, not the user: a link there was planted, and is never followed
+                raise SweepError(f"the sweep's cache {cache.folder} is a symbolic link, which topo does not "
+                                 f"follow; remove it, or name the cache folder with --cache")
         if output is not None:
             inputs = [spec_file, sweep_file, cache.folder, *_named_files(fixed, base, base_dir),
                       *sorted({Path(t.options.nccl_constants) for t in tasks if t.options.nccl_constants})]
