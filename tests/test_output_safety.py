@@ -271,6 +271,33 @@ def test_without_renameat2_force_checks_the_old_folder_once_it_is_set_aside(tmp_
     assert run("check", folder).exit_code == 0
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "without-renameat2"])
+def test_an_interrupt_while_the_old_folder_is_checked_leaves_it_in_place(tmp_path, built, monkeypatch, exchange):
+    """Ctrl-C (or SIGTERM) during the check of the old folder after it left its name: it is put
+    back as it was, never removed unchecked with the temporary folder."""
+    folder = design(built, tmp_path)
+    frr = folder / FRR
+    frr.write_text(frr.read_text().replace("router bgp", "router bgx", 1))  # an edit: --discard-edits
+    if not exchange:
+        monkeypatch.setattr(writer, "_renameat2", lambda: None)
+    checks = []
+    real = writer.OutputFolder._check_replaceable
+
+    def check_then_interrupt(self, *args, **kwargs):
+        checks.append(args[0])
+        if len(checks) == 2:  # the check of the old folder, once it has left its name
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(writer.OutputFolder, "_check_replaceable", check_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        with writer.OutputFolder(folder, force=True, discard_edits=True) as out:
+            out.write({"new.txt": "new", MANIFEST: "{}"})
+    assert len(checks) == 2 and checks[1] != folder
+    assert "router bgx" in frr.read_text() and not (folder / "new.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["design"]
+
+
 # --- --force and folders of another kind ---------------------------------------------------------
 
 

@@ -325,6 +325,9 @@ class OutputFolder:
                 _rename(tmp, out, _RENAME_EXCHANGE)
                 raise OutputError(f"output {self.given} changed while topo was building, so nothing was "
                                   f"replaced ({exc.message})") from None
+            except BaseException:  # Ctrl-C before the old folder was checked: it goes back, unremoved
+                _rename(tmp, out, _RENAME_EXCHANGE)
+                raise
             shutil.rmtree(tmp, ignore_errors=True)
             return
         # no exchange: set the old folder aside first and check it there, where nothing lands by
