@@ -175,6 +175,16 @@ def test_a_link_planted_at_the_sweeps_own_cache_name_is_never_followed(tmp_path)
     assert len(list(elsewhere.iterdir())) == 1
 
 
+@pytest.mark.parametrize("length", [250, 300], ids=["its-temporary-name-too-long", "too-long"])
+@pytest.mark.parametrize("command", ["build", "report", "sweep"])
+def test_an_output_name_too_long_is_one_error_line(tmp_path, built, monkeypatch, command, length):
+    monkeypatch.chdir(tmp_path)
+    args = {"build": ("build", "--gpus", 16), "report": ("report", built / "spec.yaml"),
+            "sweep": ("sweep", "--gpus", 16, "-j", 1)}[command]
+    one_error(run(*args, "-o", "a" * length, "-q"), "File name too long")
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- --force and hand edits ----------------------------------------------------------------------
 
 

@@ -1389,7 +1389,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
             cache = Cache(None)
         else:
             cache = Cache(cache_dir if cache_dir is not None else _default_cache(output))
-            if cache_dir is None and cache.folder is not None and cache.folder.is_symlink():
+            if cache_dir is None and cache.folder is not None and os.path.islink(cache.folder):
                 # a name topo chose, not the user: a link there was planted, and is never followed
                 raise SweepError(f"the sweep's cache {cache.folder} is a symbolic link, which topo does not "
                                  f"follow; remove it, or name the cache folder with --cache")

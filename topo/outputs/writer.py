@@ -133,12 +133,12 @@ class OutputFolder:
     def _check(self, out: Path, force: bool, inputs: list[Path]) -> tuple[Path, str]:
         """(the folder to write, "absent" | "empty" | "build"), or OutputError."""
         shown = self.given
-        if out.is_symlink():
-            target = Path(os.path.realpath(out))
-            if not target.exists():
-                raise OutputError(f"output {shown} is a symbolic link to {target}, which does not exist")
-            out = target
-        try:
+        try:  # a name too long, a loop of links: one error line, as any other
+            if out.is_symlink():
+                target = Path(os.path.realpath(out))
+                if not target.exists():
+                    raise OutputError(f"output {shown} is a symbolic link to {target}, which does not exist")
+                out = target
             real = Path(os.path.realpath(out))
             exists = out.exists()
         except OSError as exc:
