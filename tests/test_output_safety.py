@@ -81,6 +81,15 @@ def test_train_output_replaces_a_link_at_its_name_only_with_force_and_never_its_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.json", "victim.txt"]
 
 
+def test_train_output_never_replaces_a_device_or_a_fifo_even_with_force(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for force in ((), ("--force",)):
+        one_error(run(*TRAIN, "-o", fifo, *force), f"--output {fifo}: is not a regular file")
+        assert fifo.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
 def test_train_output_that_appears_meanwhile_is_not_replaced_without_force(tmp_path, monkeypatch):
     import topo.outputs.train as train
 

@@ -439,7 +439,8 @@ def write_tree(out: str | Path, files: Mapping[str, str | bytes] | Iterable[tupl
 def check_output_file(path: str | Path, force: bool, inputs: Iterable[str | Path] = (),
                       shown: str = "--output") -> None:
     """OutputError, before any work, when the file ``path`` may not be written: it exists (a file,
-    or a link, even a dangling one) and ``force`` is not given, it is a folder, or it is (or is
+    or a link, even a dangling one) and ``force`` is not given, it is a folder or anything else
+    that is not a regular file or a link (a device such as ``/dev/null``, a FIFO), or it is (or is
     inside, or links to) an input of the command. A link at ``path`` is replaced by the file, never
     written through."""
     path = Path(path)
@@ -452,6 +453,10 @@ def check_output_file(path: str | Path, force: bool, inputs: Iterable[str | Path
         raise OutputError(f"{name}: {exc.strerror or exc}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{name}: is a folder; give a file name")
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        # /dev/null, a FIFO, a socket: --force would replace the node itself with a file
+        raise OutputError(f"{name}: is not a regular file (a device, a FIFO or a socket), which topo never "
+                          f"replaces; give a file name")
     if st is not None and not force:
         raise OutputError(f"{name}: exists; give --force to replace it")
     written = Path(os.path.realpath(path.parent)) / path.name  # what the rename replaces
