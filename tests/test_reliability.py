@@ -600,6 +600,15 @@ def test_input_files_must_be_regular_small_utf8(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_malformed_nccl_constants_file_is_one_error_line(tmp_path):
+    bad = tmp_path / "constants.yaml"
+    bad.write_text("ll_max_bw: [1, 2\n")  # YAML that does not parse
+    one_error(run("analyze", "--gpus", 64, "--nccl-constants", bad, "-q"),
+              f"--nccl-constants {bad}: malformed YAML")
+    bad.write_text("k" * 5000 + ": 1\n")  # a key too long for YAML's simple keys
+    one_error(run("analyze", "--gpus", 64, "--nccl-constants", bad, "-q"), "malformed YAML")
+
+
 def test_the_memory_estimate_refuses_what_does_not_fit():
     spec = load_spec({"gpus": 65536})
     check_memory(spec, plan_fabric(spec), available=8 << 30)

@@ -128,7 +128,7 @@ def load_constants(path: str) -> TunerConstants:
         data = parse_yaml(text, flag)
     except TopoError as exc:
         raise AnalysisError([f"{flag}: {line}" if not line.startswith(flag) else line
-                             for line in exc.lines()]) from None
+                             for line in exc.lines]) from None
     if not isinstance(data, dict) or not data:
         raise AnalysisError([f"{flag}: expected a mapping of tuner tables (known: {', '.join(_CONSTANT_FIELDS)})"])
     try:
