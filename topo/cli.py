@@ -1562,26 +1562,28 @@ TRAIN_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 
 
 def _train_workload(fields: dict[str, Any]):
-    import yaml
     from .workload import workload_from
 
     values: dict[str, Any] = {}
     path = fields.pop("workload_file")
     origin: dict[str, str]
     if path is not None:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise AnalysisError([f"--workload {path}: cannot read it ({exc.strerror or exc})"]) from None
-        except yaml.YAMLError as exc:
-            raise AnalysisError([f"--workload {path}: not YAML ({str(exc).splitlines()[0]})"]) from None
+        from .inputs import InputFileError, read_text
+        from .spec import parse_yaml
+
+        try:  # as a spec is read: a regular file (never a FIFO or /dev/zero), bounded, UTF-8, strict YAML
+            data = parse_yaml(read_text(path), f"--workload {path}")
+        except InputFileError as exc:
+            raise AnalysisError([f"--workload {exc}"]) from None
+        except TopoError as exc:
+            raise AnalysisError(exc.lines) from None
         if not isinstance(data, dict):
             raise AnalysisError([f"--workload {path}: expected a mapping of workload fields"])
         from .workload import WORKLOAD_KEYS
 
         unknown = sorted(str(k) for k in data if k not in WORKLOAD_KEYS)
         if unknown:
-            raise AnalysisError([f"--workload {path}: {key}: not a workload field; known: "
+            raise AnalysisError([f"--workload {path}: {quote(key)}: not a workload field; known: "
                                  f"{', '.join(WORKLOAD_KEYS)}" for key in unknown])
         values.update(data)
         origin = {key: f"--workload {path}: " for key in data}
