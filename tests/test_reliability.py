@@ -600,6 +600,21 @@ def test_input_files_must_be_regular_small_utf8(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_results_read_back_and_constants_hashed_are_bounded_too(tmp_path):
+    """report --train/--sweep and sweep --nccl-constants read their files as a spec is read: a FIFO
+    never blocks (it did, for good), /dev/zero never fills memory."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    spec = ROOT / "examples" / "h100-1024.yaml"
+    for path, kind in [(fifo, "a FIFO"), ("/dev/zero", "a character device")]:
+        for option in ("--train", "--sweep"):
+            one_error(run("report", spec, option, path, "-o", tmp_path / "r", "-q"),
+                      f"{option} {path} is not a regular file ({kind})")
+        one_error(run("sweep", "--gpus", 16, "--nccl-constants", path, "-j", 1, "--no-cache", "-q"),
+                  f"--nccl-constants {path} is not a regular file ({kind})")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.json"]
+
+
 def test_a_malformed_nccl_constants_file_is_one_error_line(tmp_path):
     bad = tmp_path / "constants.yaml"
     bad.write_text("ll_max_bw: [1, 2\n")  # YAML that does not parse

@@ -1027,9 +1027,15 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
 def read_sweep_json(path: Path) -> dict[str, Any]:
     """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
     file = path / "sweep.json" if path.is_dir() else path
+    from .inputs import MAX_RESULT_BYTES, InputFileError, read_text
+
+    try:  # a regular file, bounded: a FIFO never blocks, /dev/zero never fills memory
+        text = read_text(file, MAX_RESULT_BYTES)
+    except InputFileError as exc:
+        raise AnalysisError([f"--sweep {exc}"]) from None
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise AnalysisError([f"--sweep {path}: not a sweep written by topo sweep ({' '.join(str(exc).split())})"]) from None
     if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
         raise AnalysisError([f"--sweep {path}: not a sweep.json written by topo sweep (no rows, pareto and columns)"])
@@ -1038,9 +1044,15 @@ def read_sweep_json(path: Path) -> dict[str, Any]:
 
 def read_train_json(path: Path) -> dict[str, Any]:
     """The JSON that ``topo train -o`` wrote, checked."""
+    from .inputs import MAX_RESULT_BYTES, InputFileError, read_text
+
+    try:  # a regular file, bounded: a FIFO never blocks, /dev/zero never fills memory
+        text = read_text(path, MAX_RESULT_BYTES)
+    except InputFileError as exc:
+        raise AnalysisError([f"--train {exc}"]) from None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise AnalysisError([f"--train {path}: not a result written by topo train -o ({' '.join(str(exc).split())})"]) from None
     from .outputs.train import result_problems
 
@@ -1495,11 +1507,12 @@ def _file_digest(name: str) -> str:
     """The SHA-256 of a file a design reads (an NCCL constants file), so that editing it recomputes."""
     import hashlib
 
-    path = Path(name)  # as the analysis reads it: from the working folder
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise AnalysisError([f"--nccl-constants {name}: cannot read it ({exc.strerror or exc})"]) from None
+    from .inputs import InputFileError, read_text
+
+    try:  # as the analysis reads it (from the working folder): a FIFO never blocks; UTF-8 text's bytes
+        return hashlib.sha256(read_text(name).encode("utf-8")).hexdigest()
+    except InputFileError as exc:
+        raise AnalysisError([f"--nccl-constants {exc}"]) from None
 
 
 def _params_key(params: tuple[tuple[str, Any], ...]) -> str:
