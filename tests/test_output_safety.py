@@ -290,6 +290,27 @@ def test_without_renameat2_force_checks_the_old_folder_once_it_is_set_aside(tmp_
     assert run("check", folder).exit_code == 0
 
 
+def test_without_renameat2_a_folder_that_takes_the_name_meanwhile_is_kept_and_the_old_one_named(
+        tmp_path, built, monkeypatch):
+    folder = design(built, tmp_path)
+    monkeypatch.setattr(writer, "_renameat2", lambda: None)
+    real = os.rename
+
+    def rename_and_meanwhile(src, dst, *args, **kwargs):
+        if Path(dst) == folder and ".tmp-" in Path(src).name:  # the new folder, about to go in
+            folder.mkdir()
+            (folder / "theirs.txt").write_text("theirs")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(writer.os, "rename", rename_and_meanwhile)
+    result = run("build", "--gpus", 16, "-o", folder, "--force", "-q")
+    one_error(result, "was made by someone else while topo replaced it", "the folder that was there is now")
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith(".design.old-")]
+    assert len(aside) == 1 and str(aside[0]) in result.stderr and (aside[0] / MANIFEST).is_file()
+    assert (folder / "theirs.txt").read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [aside[0].name, "design"]
+
+
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "without-renameat2"])
 def test_an_interrupt_while_the_old_folder_is_checked_leaves_it_in_place(tmp_path, built, monkeypatch, exchange):
     """Ctrl-C (or SIGTERM) during the check of the old folder after it left its name: it is put

@@ -346,7 +346,12 @@ class OutputFolder:
         try:
             os.rename(tmp, out)
         except BaseException:
-            os.rename(old, out)
+            try:
+                os.rename(old, out)
+            except OSError:  # something took its name meanwhile: say where the old folder is now
+                raise OutputError(f"output {self.given} was made by someone else while topo replaced it; "
+                                  f"nothing of theirs was replaced, and the folder that was there is now "
+                                  f"{old}") from None
             raise
         shutil.rmtree(old, ignore_errors=True)
 
