@@ -311,6 +311,27 @@ def test_without_renameat2_a_folder_that_takes_the_name_meanwhile_is_kept_and_th
     assert sorted(p.name for p in tmp_path.iterdir()) == [aside[0].name, "design"]
 
 
+@pytest.mark.parametrize("planted", ["dangling link", "file"])
+def test_without_renameat2_something_planted_at_a_new_output_meanwhile_is_kept(tmp_path, monkeypatch, planted):
+    import topo.outputs.build as build
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(writer, "_renameat2", lambda: None)
+    real = build.build_files
+
+    def build_files_and_meanwhile(*args, **kwargs):
+        if planted == "file":
+            out.write_text("theirs")
+        else:
+            out.symlink_to(tmp_path / "nowhere")
+        yield from real(*args, **kwargs)
+
+    monkeypatch.setattr(build, "build_files", build_files_and_meanwhile)
+    one_error(run("build", "--gpus", 16, "-o", out, "-q"), "was written by someone else while topo was building")
+    assert out.is_symlink() if planted != "file" else out.read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "without-renameat2"])
 def test_an_interrupt_while_the_old_folder_is_checked_leaves_it_in_place(tmp_path, built, monkeypatch, exchange):
     """Ctrl-C (or SIGTERM) during the check of the old folder after it left its name: it is put

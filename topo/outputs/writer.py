@@ -297,7 +297,7 @@ class OutputFolder:
             os.chmod(tmp, 0o755)
             if self.state == "absent":
                 if not _rename(tmp, out, _RENAME_NOREPLACE):
-                    if out.exists():
+                    if os.path.lexists(out):  # anything, a dangling link too
                         raise FileExistsError(errno.EEXIST, "exists", str(out))
                     os.rename(tmp, out)
             elif self.state == "empty":
