@@ -1,8 +1,9 @@
 """Reading the files a user names: only regular files, only up to a size, only UTF-8 text.
 
 Every input file (a spec, a server profile, a host-name table, a template, a build folder's
-``spec.yaml``, a workload, NCCL constants, a sweep or training result read back) is read through :func:`read_text`, so that a FIFO never blocks, ``/dev/zero`` never
-fills memory, and a binary or truncated file is one clear error instead of a traceback.
+``spec.yaml``, a workload, NCCL constants, a sweep or training result read back) is read through
+:func:`read_text`, so that a FIFO never blocks, ``/dev/zero`` never fills memory, and a binary or
+truncated file is one clear error instead of a traceback.
 """
 
 from __future__ import annotations
