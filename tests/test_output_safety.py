@@ -81,6 +81,15 @@ def test_train_output_replaces_a_link_at_its_name_only_with_force_and_never_its_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.json", "victim.txt"]
 
 
+def test_train_output_never_replaces_a_device_or_a_fifo_even_with_force(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for force in ((), ("--force",)):
+        one_error(run(*TRAIN, "-o", fifo, *force), f"--output {fifo}: is not a regular file")
+        assert fifo.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
 def test_train_output_that_appears_meanwhile_is_not_replaced_without_force(tmp_path, monkeypatch):
     import topo.outputs.train as train
 
@@ -150,6 +159,39 @@ def test_sweep_never_writes_its_cache_into_the_folder_it_replaces(tmp_path):
     one_error(run("sweep", "--gpus", 16, "-o", out, "--force", "-q", "-j", 1, "--cache", out / "cache"),
               f"holds {out / 'cache'}, an input of this sweep")
     assert not (out / "cache").exists() and read_stamp(out).command == "sweep"
+
+
+@pytest.mark.parametrize("output", [".", "", "/", "sub/.."])
+def test_sweep_to_a_folder_without_a_name_of_its_own_is_one_error_line(tmp_path, monkeypatch, output):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    one_error(run("sweep", "--gpus", 16, "-o", output, "-q", "-j", 1), "is the working folder or holds it")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+    assert not (tmp_path.parent / f"{tmp_path.name}.cache").exists()
+
+
+def test_a_link_planted_at_the_sweeps_own_cache_name_is_never_followed(tmp_path):
+    """OUTPUT.cache is a name topo chose: a link there is not followed (its entries would be
+    written into, and trusted from, wherever it points); a --cache the user names may be one."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "sweep.cache").symlink_to(elsewhere)
+    one_error(run("sweep", "--gpus", 16, "-o", tmp_path / "sweep", "-q", "-j", 1),
+              f"the sweep's cache {tmp_path / 'sweep.cache'} is a symbolic link", "--cache")
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "sweep").exists()
+    assert run("sweep", "--gpus", 16, "-o", tmp_path / "sweep", "-q", "-j", 1,
+               "--cache", tmp_path / "sweep.cache").exit_code == 0
+    assert len(list(elsewhere.iterdir())) == 1
+
+
+@pytest.mark.parametrize("length", [250, 300], ids=["its-temporary-name-too-long", "too-long"])
+@pytest.mark.parametrize("command", ["build", "report", "sweep"])
+def test_an_output_name_too_long_is_one_error_line(tmp_path, built, monkeypatch, command, length):
+    monkeypatch.chdir(tmp_path)
+    args = {"build": ("build", "--gpus", 16), "report": ("report", built / "spec.yaml"),
+            "sweep": ("sweep", "--gpus", 16, "-j", 1)}[command]
+    one_error(run(*args, "-o", "a" * length, "-q"), "File name too long")
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- --force and hand edits ----------------------------------------------------------------------
@@ -224,6 +266,99 @@ def test_an_edit_made_while_topo_builds_is_found_after_the_swap(tmp_path, built,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["design"]
 
 
+def test_without_renameat2_force_checks_the_old_folder_once_it_is_set_aside(tmp_path, built, monkeypatch):
+    """Where the file system cannot exchange two folders, a file that lands in the old folder just
+    before it is renamed aside (after any check made at its own name) is found, and nothing is lost."""
+    folder = design(built, tmp_path)
+    monkeypatch.setattr(writer, "_renameat2", lambda: None)
+    real = os.rename
+    late = [folder / "late.txt"]
+
+    def rename_and_meanwhile(src, dst, *args, **kwargs):
+        if Path(src) == folder and late:  # the old folder, about to go aside
+            late.pop().write_text("written just now")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(writer.os, "rename", rename_and_meanwhile)
+    one_error(run("build", "--gpus", 16, "-o", folder, "--force", "-q"),
+              "changed while topo was building, so nothing was replaced", "'late.txt'")
+    assert (folder / "late.txt").read_text() == "written just now"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["design"]
+    (folder / "late.txt").unlink()
+    assert run("build", "--gpus", 16, "-o", folder, "--force", "-q").exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["design"]
+    assert run("check", folder).exit_code == 0
+
+
+def test_without_renameat2_a_folder_that_takes_the_name_meanwhile_is_kept_and_the_old_one_named(
+        tmp_path, built, monkeypatch):
+    folder = design(built, tmp_path)
+    monkeypatch.setattr(writer, "_renameat2", lambda: None)
+    real = os.rename
+
+    def rename_and_meanwhile(src, dst, *args, **kwargs):
+        if Path(dst) == folder and ".tmp-" in Path(src).name:  # the new folder, about to go in
+            folder.mkdir()
+            (folder / "theirs.txt").write_text("theirs")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(writer.os, "rename", rename_and_meanwhile)
+    result = run("build", "--gpus", 16, "-o", folder, "--force", "-q")
+    one_error(result, "was made by someone else while topo replaced it", "the folder that was there is now")
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith(".design.old-")]
+    assert len(aside) == 1 and str(aside[0]) in result.stderr and (aside[0] / MANIFEST).is_file()
+    assert (folder / "theirs.txt").read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [aside[0].name, "design"]
+
+
+@pytest.mark.parametrize("planted", ["dangling link", "file"])
+def test_without_renameat2_something_planted_at_a_new_output_meanwhile_is_kept(tmp_path, monkeypatch, planted):
+    import topo.outputs.build as build
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(writer, "_renameat2", lambda: None)
+    real = build.build_files
+
+    def build_files_and_meanwhile(*args, **kwargs):
+        if planted == "file":
+            out.write_text("theirs")
+        else:
+            out.symlink_to(tmp_path / "nowhere")
+        yield from real(*args, **kwargs)
+
+    monkeypatch.setattr(build, "build_files", build_files_and_meanwhile)
+    one_error(run("build", "--gpus", 16, "-o", out, "-q"), "was written by someone else while topo was building")
+    assert out.is_symlink() if planted != "file" else out.read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "without-renameat2"])
+def test_an_interrupt_while_the_old_folder_is_checked_leaves_it_in_place(tmp_path, built, monkeypatch, exchange):
+    """Ctrl-C (or SIGTERM) during the check of the old folder after it left its name: it is put
+    back as it was, never removed unchecked with the temporary folder."""
+    folder = design(built, tmp_path)
+    frr = folder / FRR
+    frr.write_text(frr.read_text().replace("router bgp", "router bgx", 1))  # an edit: --discard-edits
+    if not exchange:
+        monkeypatch.setattr(writer, "_renameat2", lambda: None)
+    checks = []
+    real = writer.OutputFolder._check_replaceable
+
+    def check_then_interrupt(self, *args, **kwargs):
+        checks.append(args[0])
+        if len(checks) == 2:  # the check of the old folder, once it has left its name
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(writer.OutputFolder, "_check_replaceable", check_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        with writer.OutputFolder(folder, force=True, discard_edits=True) as out:
+            out.write({"new.txt": "new", MANIFEST: "{}"})
+    assert len(checks) == 2 and checks[1] != folder
+    assert "router bgx" in frr.read_text() and not (folder / "new.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["design"]
+
+
 # --- --force and folders of another kind ---------------------------------------------------------
 
 
@@ -288,13 +423,19 @@ def test_tidying_up_removes_only_folders_topo_can_prove_it_made(tmp_path, built)
     (tmp_path / "lockish").write_text("")
     (linked / writer.LOCK).symlink_to(tmp_path / "lockish")
     (linked / "notes.txt").write_text("mine")
-    aside = tmp_path / ".out.old-abcd1234"  # a whole old build folder set aside, an hour old: topo's
+    aside = tmp_path / f".out.old-{4:020d}-4545-89abcdef"  # a whole old build folder set aside, an hour old: topo's
     shutil.copytree(built, aside)
     _age(aside, 7200)
-    edited = tmp_path / ".out.old-efgh5678"  # the same, edited: the user's now
+    edited = tmp_path / f".out.old-{5:020d}-4646-89abcdef"  # the same, edited: the user's now
     shutil.copytree(built, edited)
     (edited / "README.md").write_text("mine")
     _age(edited, 7200)
+    # a dated copy of a whole build (cp -a out .out.old-20261205): named as an earlier topo named the
+    # folders it set aside, but those held the old folder one level down, never a stamp of their own
+    backups = [tmp_path / ".out.old-20261205", tmp_path / ".out.tmp-backup01"]
+    for backup in backups:
+        shutil.copytree(built, backup)
+        _age(backup, 7200)
     dead = tmp_path / f".out.tmp-{3:020d}-4444-0123abcd"  # a dead build's: its lock, free
     dead.mkdir()
     (dead / writer.LOCK).write_text("")
@@ -302,6 +443,7 @@ def test_tidying_up_removes_only_folders_topo_can_prove_it_made(tmp_path, built)
     assert (legacy / "thesis.tex").read_text() == "years of work"
     assert (no_lock / "notes.txt").is_file() and (linked / "notes.txt").is_file()
     assert (edited / "README.md").read_text() == "mine"
+    assert all((backup / MANIFEST).is_file() for backup in backups)
     assert not aside.exists() and not dead.exists()
 
 

@@ -602,6 +602,30 @@ def test_input_files_must_be_regular_small_utf8(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_results_read_back_and_constants_hashed_are_bounded_too(tmp_path):
+    """report --train/--sweep and sweep --nccl-constants read their files as a spec is read: a FIFO
+    never blocks (it did, for good), /dev/zero never fills memory."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    spec = ROOT / "examples" / "h100-1024.yaml"
+    for path, kind in [(fifo, "a FIFO"), ("/dev/zero", "a character device")]:
+        for option in ("--train", "--sweep"):
+            one_error(run("report", spec, option, path, "-o", tmp_path / "r", "-q"),
+                      f"{option} {path} is not a regular file ({kind})")
+        one_error(run("sweep", "--gpus", 16, "--nccl-constants", path, "-j", 1, "--no-cache", "-q"),
+                  f"--nccl-constants {path} is not a regular file ({kind})")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.json"]
+
+
+def test_a_malformed_nccl_constants_file_is_one_error_line(tmp_path):
+    bad = tmp_path / "constants.yaml"
+    bad.write_text("ll_max_bw: [1, 2\n")  # YAML that does not parse
+    one_error(run("analyze", "--gpus", 64, "--nccl-constants", bad, "-q"),
+              f"--nccl-constants {bad}: malformed YAML")
+    bad.write_text("k" * 5000 + ": 1\n")  # a key too long for YAML's simple keys
+    one_error(run("analyze", "--gpus", 64, "--nccl-constants", bad, "-q"), "malformed YAML")
+
+
 def test_the_memory_estimate_refuses_what_does_not_fit():
     spec = load_spec({"gpus": 65536})
     check_memory(spec, plan_fabric(spec), available=8 << 30)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import replace
 
@@ -262,7 +263,27 @@ def test_a_workload_file_and_flags(tmp_path):
     assert (w["tp"], w["cp"], w["global_batch"], w["precision"]) == (1, 1, 256, "fp8")
     f.write_text("model: llama3-8b\ntensor_parallel: 2\n")
     code, _, err = train("--gpus", "64", "--workload", str(f))
-    assert code == 1 and "tensor_parallel: not a workload field" in err
+    assert code == 1 and "'tensor_parallel': not a workload field" in err
+
+
+def test_a_workload_file_is_read_as_a_spec_is(tmp_path):
+    """Bounded before use: a regular file (a FIFO would block, /dev/zero never end), at most 1 MiB,
+    UTF-8, YAML read strictly; an unknown key is quoted, cut to 60 characters."""
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    for path, message in [(fifo, "is not a regular file (a FIFO)"), ("/dev/zero", "is not a regular file")]:
+        code, _, err = train("--gpus", "64", "--workload", str(path), "-q")
+        assert code == 1 and f"Error: --workload {path} {message}" in err and "Traceback" not in err
+    f = tmp_path / "job.yaml"
+    f.write_bytes("model: caf\xe9\n".encode("latin-1"))
+    code, _, err = train("--gpus", "64", "--workload", str(f), "-q")
+    assert code == 1 and "is not UTF-8 text" in err and "Traceback" not in err
+    f.write_text("model: llama3-8b\ntp: 2\ntp: 4\n")
+    code, _, err = train("--gpus", "64", "--workload", str(f), "-q")
+    assert code == 1 and f"--workload {f}: malformed YAML" in err
+    f.write_text("k" * 1000 + ": 1\n")
+    code, _, err = train("--gpus", "64", "--workload", str(f), "-q")
+    assert code == 1 and "not a workload field" in err and max(map(len, err.splitlines())) < 600
 
 
 def test_an_explicit_architecture():

@@ -1151,11 +1151,11 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
 
 def read_sweep_json(path: Path) -> dict[str, Any]:
     """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
-    from .inputs import MAX_TABLE_BYTES, parse_json, read_text, shown_path
+    from .inputs import MAX_RESULT_BYTES, parse_json, read_text, shown_path
 
     file = path / "sweep.json" if path.is_dir() else path
-    try:  # a regular file of at most 64 MiB, nested however deep: one line, never the file's text
-        data = parse_json(read_text(file, MAX_TABLE_BYTES), shown_path(file))
+    try:  # a regular file of at most 1 GiB, nested however deep: one line, never the file's text
+        data = parse_json(read_text(file, MAX_RESULT_BYTES), shown_path(file))
     except ValueError as exc:
         raise AnalysisError([f"--sweep {exc}; not a sweep written by topo sweep"]) from None
     if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
@@ -1166,10 +1166,10 @@ def read_sweep_json(path: Path) -> dict[str, Any]:
 
 def read_train_json(path: Path) -> dict[str, Any]:
     """The JSON that ``topo train -o`` wrote, checked."""
-    from .inputs import MAX_TABLE_BYTES, parse_json, read_text, shown_path
+    from .inputs import MAX_RESULT_BYTES, parse_json, read_text, shown_path
 
-    try:  # a regular file of at most 64 MiB, nested however deep: one line, never the file's text
-        data = parse_json(read_text(path, MAX_TABLE_BYTES), shown_path(path))
+    try:  # a regular file of at most 1 GiB, nested however deep: one line, never the file's text
+        data = parse_json(read_text(path, MAX_RESULT_BYTES), shown_path(path))
     except ValueError as exc:
         raise AnalysisError([f"--train {exc}; not a result written by topo train -o"]) from None
     from .outputs.train import result_problems
@@ -1433,7 +1433,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
     from .outputs.writer import OutputFolder
     from .servers import resolve_server
     from .spec import MAX_YAML_VALUES, load_spec, read_spec_file
-    from .outputs.sweep import Cache, Sweep, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
+    from .outputs.sweep import Cache, Sweep, SweepError, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
     from .outputs.sweep import _cpus, check_sweep_work
     from .outputs.sweep import expand as expand_grid
     from .outputs.sweep_files import front_table, sweep_files
@@ -1525,8 +1525,11 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         if no_cache:
             cache = Cache(None)
         else:
-            cache = Cache(cache_dir if cache_dir is not None else (output.with_name(output.name + ".cache")
-                                                                   if output is not None else None))
+            cache = Cache(cache_dir if cache_dir is not None else _default_cache(output))
+            if cache_dir is None and cache.folder is not None and os.path.islink(cache.folder):
+                # a name topo chose, not the user: a link there was planted, and is never followed
+                raise SweepError(f"the sweep's cache {cache.folder} is a symbolic link, which topo does not "
+                                 f"follow; remove it, or name the cache folder with --cache")
         if output is not None:
             inputs = [spec_file, sweep_file, cache.folder, *_named_files(fixed, base, base_dir),
                       *sorted({Path(t.options.nccl_constants) for t in tasks if t.options.nccl_constants})]
@@ -1574,6 +1577,19 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
         return head + "\n" + format_table(headers, front) + (f"\n\nsweep: {output}/sweep.csv" if output else "")
 
     emit(data, fmt, table)
+
+
+def _default_cache(output: Path | None) -> Path | None:
+    """The cache beside ``-o OUTPUT``: ``OUTPUT.cache``. An output without a name of its own
+    (``.``, ``/``, ``dir/..``) is named by where it is; one with none even there (``/``) has no
+    cache, and the output's own check refuses it."""
+    if output is None:
+        return None
+    if output.name in ("", ".", ".."):
+        output = Path(os.path.abspath(output))
+        if not output.name:
+            return None
+    return output.with_name(output.name + ".cache")
 
 
 def _spec_overrides(fields: dict[str, Any]) -> dict[str, Any]:
@@ -1705,6 +1721,8 @@ def _train_workload(fields: dict[str, Any]):
             data = parse_yaml(read_text(path), f"--workload {shown_path(path)}")
         except InputFileError as exc:
             raise AnalysisError([f"--workload {exc}"]) from None
+        except TopoError as exc:
+            raise AnalysisError(exc.lines) from None
         if not isinstance(data, dict):
             raise AnalysisError([f"--workload {shown_path(path)}: expected a mapping of workload fields"])
         from .workload import WORKLOAD_KEYS

@@ -1,8 +1,9 @@
 """Reading the files a user names: only regular files, only up to a size, only UTF-8 text.
 
 Every input file (a spec, a server profile, a host-name table, a template, a build folder's
-``spec.yaml``) is read through :func:`read_text`, so that a FIFO never blocks, ``/dev/zero`` never
-fills memory, and a binary or truncated file is one clear error instead of a traceback.
+``spec.yaml``, a workload, NCCL constants, a sweep or training result read back) is read through
+:func:`read_text`, so that a FIFO never blocks, ``/dev/zero`` never fills memory, and a binary or
+truncated file is one clear error instead of a traceback.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any
 MAX_SPEC_BYTES = 1 << 20
 #: Largest host-name table read (bytes): 8 million nodes of 60-character names fit.
 MAX_TABLE_BYTES = 64 << 20
+#: Largest result of topo read back (``topo report --sweep``'s sweep.json, ``--train``'s JSON):
+#: a sweep of 100,000 designs fits.
+MAX_RESULT_BYTES = 1 << 30
 
 
 class InputFileError(ValueError):

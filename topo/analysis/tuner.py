@@ -86,10 +86,12 @@ class TunerConstants:
 
     def with_overrides(self, overrides: dict[str, Any]) -> "TunerConstants":
         """A copy with some tables replaced; each must have the shape of the default."""
+        from ..errors import quote
+
         problems = []
         for key, value in overrides.items():
             if key not in _CONSTANT_FIELDS:
-                problems.append(f"{key}: not a tuner constant (known: {', '.join(_CONSTANT_FIELDS)})")
+                problems.append(f"{quote(key)}: not a tuner constant (known: {', '.join(_CONSTANT_FIELDS)})")
                 continue
             default = np.asarray(getattr(self, key), dtype=np.float64)
             try:

@@ -49,8 +49,8 @@ except ImportError:  # pragma: no cover - not on Linux or macOS
 
 #: Lock file inside a temporary folder, held while its build runs (never published).
 LOCK = ".topo-lock"
-#: A folder set aside by a replacement (``.NAME.old-...``) or left by an earlier version of topo is
-#: removed when this old (seconds), and only when it is a whole, unedited folder of topo's.
+#: A folder set aside by a replacement (``.NAME.old-<time>-<pid>-<random>``) is removed when this
+#: old (seconds), and only when it is a whole, unedited folder of topo's.
 LEGACY_AGE_S = 3600
 #: Most changed files an error line names (the rest are counted).
 SHOWN_CHANGED = 3
@@ -134,12 +134,12 @@ class OutputFolder:
     def _check(self, out: Path, force: bool, inputs: list[Path]) -> tuple[Path, str]:
         """(the folder to write, "absent" | "empty" | "build"), or OutputError."""
         shown = self.given
-        if out.is_symlink():
-            target = Path(os.path.realpath(out))
-            if not target.exists():
-                raise OutputError(f"output {shown} is a symbolic link to {target}, which does not exist")
-            out = target
-        try:
+        try:  # a name too long, a loop of links: one error line, as any other
+            if out.is_symlink():
+                target = Path(os.path.realpath(out))
+                if not target.exists():
+                    raise OutputError(f"output {shown} is a symbolic link to {target}, which does not exist")
+                out = target
             real = Path(os.path.realpath(out))
             exists = out.exists()
         except OSError as exc:
@@ -230,13 +230,19 @@ class OutputFolder:
         """Remove what dead builds left beside the folder; stop if an earlier build is writing it.
 
         Only a folder topo can prove it made is removed: a temporary folder with topo's lock file
-        that no process holds (its build died), or a folder set aside by a replacement (or left by
-        an earlier topo) that is older than :data:`LEGACY_AGE_S` and whole and unedited as its
-        stamp lists it. A folder of such a name without that proof is the user's, and stays."""
+        that no process holds (its build died), or a folder set aside by a replacement
+        (``.NAME.old-<time>-<pid>-<random>``) that is older than :data:`LEGACY_AGE_S` and whole
+        and unedited as its stamp lists it. A folder of such a name without that proof is the
+        user's, and stays: so does one named as an earlier topo named its folders
+        (``.NAME.tmp-XXXXXXXX``, ``.NAME.old-XXXXXXXX``), which had no lock, and whose set-aside
+        folder held the old one a level down, never a stamp of its own."""
         assert self.tmp is not None
         prefix = f".{self.out.name}."
         ours = re.compile(re.escape(prefix) + r"tmp-(\d{20})-(\d+)(-[0-9a-f]{8})?$")
-        aside = re.compile(re.escape(prefix) + r"(old-\d{20}-\d+(-[0-9a-f]{8})?|(tmp|old)-[A-Za-z0-9_]{8})$")
+        # only the name topo gives a folder it sets aside: an earlier topo's .NAME.old-XXXXXXXX (made
+        # by mkdtemp) held the old folder one level down, never a stamp of its own, so a whole folder
+        # of that name is a copy someone made (cp -a out .out.old-20261205), and stays
+        aside = re.compile(re.escape(prefix) + r"old-\d{20}-\d+(-[0-9a-f]{8})?$")
         for entry in os.scandir(self.out.parent):
             if not entry.name.startswith(prefix) or entry.path == str(self.tmp) or entry.is_symlink():
                 continue
@@ -292,7 +298,7 @@ class OutputFolder:
             os.chmod(tmp, 0o755)
             if self.state == "absent":
                 if not _rename(tmp, out, _RENAME_NOREPLACE):
-                    if out.exists():
+                    if os.path.lexists(out):  # anything, a dangling link too
                         raise FileExistsError(errno.EEXIST, "exists", str(out))
                     os.rename(tmp, out)
             elif self.state == "empty":
@@ -320,15 +326,33 @@ class OutputFolder:
                 _rename(tmp, out, _RENAME_EXCHANGE)
                 raise OutputError(f"output {self.given} changed while topo was building, so nothing was "
                                   f"replaced ({exc.message})") from None
+            except BaseException:  # Ctrl-C before the old folder was checked: it goes back, unremoved
+                _rename(tmp, out, _RENAME_EXCHANGE)
+                raise
             shutil.rmtree(tmp, ignore_errors=True)
             return
-        self._check_replaceable(out, self.given, self._seen)
+        # no exchange: set the old folder aside first and check it there, where nothing lands by
+        # its name any more (a check at its own name would leave a window before the rename)
         old = out.parent / f".{out.name}.old-{time.time_ns():020d}-{os.getpid()}-{_token()}"
         os.rename(out, old)
         try:
-            os.rename(tmp, out)
-        except OSError:
+            self._check_replaceable(old, self.given, self._seen)
+        except OutputError as exc:
             os.rename(old, out)
+            raise OutputError(f"output {self.given} changed while topo was building, so nothing was "
+                              f"replaced ({exc.message})") from None
+        except BaseException:
+            os.rename(old, out)
+            raise
+        try:
+            os.rename(tmp, out)
+        except BaseException:
+            try:
+                os.rename(old, out)
+            except OSError:  # something took its name meanwhile: say where the old folder is now
+                raise OutputError(f"output {self.given} was made by someone else while topo replaced it; "
+                                  f"nothing of theirs was replaced, and the folder that was there is now "
+                                  f"{old}") from None
             raise
         shutil.rmtree(old, ignore_errors=True)
 
@@ -421,7 +445,8 @@ def write_tree(out: str | Path, files: Mapping[str, str | bytes] | Iterable[tupl
 def check_output_file(path: str | Path, force: bool, inputs: Iterable[str | Path] = (),
                       shown: str = "--output") -> None:
     """OutputError, before any work, when the file ``path`` may not be written: it exists (a file,
-    or a link, even a dangling one) and ``force`` is not given, it is a folder, or it is (or is
+    or a link, even a dangling one) and ``force`` is not given, it is a folder or anything else
+    that is not a regular file or a link (a device such as ``/dev/null``, a FIFO), or it is (or is
     inside, or links to) an input of the command. A link at ``path`` is replaced by the file, never
     written through."""
     path = Path(path)
@@ -434,6 +459,10 @@ def check_output_file(path: str | Path, force: bool, inputs: Iterable[str | Path
         raise OutputError(f"{name}: {exc.strerror or exc}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{name}: is a folder; give a file name")
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        # /dev/null, a FIFO, a socket: --force would replace the node itself with a file
+        raise OutputError(f"{name}: is not a regular file (a device, a FIFO or a socket), which topo never "
+                          f"replaces; give a file name")
     if st is not None and not force:
         raise OutputError(f"{name}: exists; give --force to replace it")
     written = Path(os.path.realpath(path.parent)) / path.name  # what the rename replaces
