@@ -876,7 +876,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
             # the switch configs are rendered and written by worker processes from now on, while
             # this one analyses and writes the rest; leaving the block (an error too) stops them
             # before the folder is tidied away
-            job = stack.enter_context(ConfigJob(fabric, templates, workers, folder.tmp, str(folder.given))) \
+            job = stack.enter_context(ConfigJob(fabric, templates, workers, folder.tmp, folder.shown)) \
                 if configs else None
             analysis, parts = None, 0
             if not no_analysis:  # only then the analyses are imported
@@ -1151,11 +1151,15 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
 
 def read_sweep_json(path: Path) -> dict[str, Any]:
     """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
-    from .inputs import MAX_RESULT_BYTES, parse_json, read_text, shown_path
+    from .inputs import MAX_RESULT_BYTES, InputFileError, parse_json, read_text, shown_path
 
     file = path / "sweep.json" if path.is_dir() else path
-    try:  # a regular file of at most 1 GiB, nested however deep: one line, never the file's text
-        data = parse_json(read_text(file, MAX_RESULT_BYTES), shown_path(file))
+    try:  # a regular file of at most 1 GiB: never a FIFO that blocks, nor /dev/zero
+        text = read_text(file, MAX_RESULT_BYTES)
+    except InputFileError as exc:
+        raise AnalysisError([f"--sweep {exc}"]) from None
+    try:  # nested however deep: one line, never the file's text
+        data = parse_json(text, shown_path(file))
     except ValueError as exc:
         raise AnalysisError([f"--sweep {exc}; not a sweep written by topo sweep"]) from None
     if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
@@ -1166,10 +1170,14 @@ def read_sweep_json(path: Path) -> dict[str, Any]:
 
 def read_train_json(path: Path) -> dict[str, Any]:
     """The JSON that ``topo train -o`` wrote, checked."""
-    from .inputs import MAX_RESULT_BYTES, parse_json, read_text, shown_path
+    from .inputs import MAX_RESULT_BYTES, InputFileError, parse_json, read_text, shown_path
 
-    try:  # a regular file of at most 1 GiB, nested however deep: one line, never the file's text
-        data = parse_json(read_text(path, MAX_RESULT_BYTES), shown_path(path))
+    try:  # a regular file of at most 1 GiB: never a FIFO that blocks, nor /dev/zero
+        text = read_text(path, MAX_RESULT_BYTES)
+    except InputFileError as exc:
+        raise AnalysisError([f"--train {exc}"]) from None
+    try:  # nested however deep: one line, never the file's text
+        data = parse_json(text, shown_path(path))
     except ValueError as exc:
         raise AnalysisError([f"--train {exc}; not a result written by topo train -o"]) from None
     from .outputs.train import result_problems

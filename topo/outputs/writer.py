@@ -120,6 +120,7 @@ class OutputFolder:
                  command: str = "build", discard_edits: bool = False) -> None:
         assert command in KINDS, command
         self.given = Path(out)
+        self.shown = shown_path(out)  # as error lines show it: a very long name cut
         self.force = force
         self.command = command
         self.discard_edits = discard_edits
@@ -133,12 +134,12 @@ class OutputFolder:
 
     def _check(self, out: Path, force: bool, inputs: list[Path]) -> tuple[Path, str]:
         """(the folder to write, "absent" | "empty" | "build"), or OutputError."""
-        shown = self.given
+        shown = self.shown
         try:  # a name too long, a loop of links: one error line, as any other
             if out.is_symlink():
                 target = Path(os.path.realpath(out))
                 if not target.exists():
-                    raise OutputError(f"output {shown} is a symbolic link to {target}, which does not exist")
+                    raise OutputError(f"output {shown} is a symbolic link to {shown_path(target)}, which does not exist")
                 out = target
             real = Path(os.path.realpath(out))
             exists = out.exists()
@@ -148,7 +149,7 @@ class OutputFolder:
             raise OutputError(f"output {shown} exists and is not a folder; choose another with -o")
         ancestor = next((p for p in real.parents if p.exists()), None)
         if not exists and ancestor is not None and not ancestor.is_dir():
-            raise OutputError(f"output {shown}: {ancestor} is a file, not a folder")
+            raise OutputError(f"output {shown}: {shown_path(ancestor)} is a file, not a folder")
         cwd = Path(os.path.realpath(Path.cwd()))
         if _inside(cwd, real):
             raise OutputError(f"output {shown} is the working folder or holds it; write the design to a "
@@ -157,7 +158,7 @@ class OutputFolder:
             raise OutputError(f"output {shown} is the home folder; write the design to a folder of its own with -o")
         for path in inputs:
             if _inside(Path(os.path.realpath(path)), real):
-                raise OutputError(f"output {shown} holds {path}, an input of this {self.command}, which writing "
+                raise OutputError(f"output {shown} holds {shown_path(path)}, an input of this {self.command}, which writing "
                                   f"the folder would delete; write to another folder (e.g. {shown}-new)")
         if not exists:
             return real, "absent"
@@ -175,7 +176,7 @@ class OutputFolder:
         self._seen = self._check_replaceable(real, shown)
         return real, "build"
 
-    def _check_replaceable(self, folder: Path, shown: Path, seen: Mapping[str, tuple[int, int, int, int]] | None = None
+    def _check_replaceable(self, folder: Path, shown: str, seen: Mapping[str, tuple[int, int, int, int]] | None = None
                            ) -> dict[str, tuple[int, int, int, int]]:
         """OutputError unless ``folder`` is a folder of this command's that holds exactly what its
         stamp lists, each file as topo wrote it (unless :attr:`discard_edits`); returns a key of
@@ -217,7 +218,7 @@ class OutputFolder:
                 fcntl.lockf(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             self._cleanup()
-            raise OutputError(f"output {self.given}: cannot make a folder in {parent} "
+            raise OutputError(f"output {self.shown}: cannot make a folder in {shown_path(parent)} "
                               f"({exc.strerror or exc})") from None
         try:
             self._tidy_siblings()
@@ -252,7 +253,7 @@ class OutputFolder:
             if match:
                 state = _lock_state(Path(entry.path) / LOCK)
                 if state == "held" and entry.name < self.tmp.name:
-                    raise OutputError(f"another topo build (process {match.group(2)}) is writing {self.given}; "
+                    raise OutputError(f"another topo build (process {match.group(2)}) is writing {self.shown}; "
                                       f"wait for it to finish, or write elsewhere with -o")
                 if state == "free":
                     shutil.rmtree(entry.path, ignore_errors=True)
@@ -278,11 +279,11 @@ class OutputFolder:
         root = str(self.tmp)
         for rel, content in items:
             if isinstance(content, Written):  # its maker wrote it (with write_file)
-                output_path(root, rel, str(self.given))
+                output_path(root, rel, self.shown)
                 count += 1
                 continue
             data = content.encode("utf-8") if isinstance(content, str) else content
-            write_file(self.tmp, rel, data, made, str(self.given))
+            write_file(self.tmp, rel, data, made, self.shown)
             if rel.endswith(".sh"):
                 os.chmod(self.tmp / rel, 0o755)
             count += 1
@@ -309,9 +310,9 @@ class OutputFolder:
             raise
         except OSError as exc:
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
-                raise OutputError(f"output {self.given} was written by someone else while topo was building; "
+                raise OutputError(f"output {self.shown} was written by someone else while topo was building; "
                                   f"nothing was replaced") from None
-            raise OutputError(f"cannot write {self.given}: {exc.strerror or exc}") from None
+            raise OutputError(f"cannot write {self.shown}: {exc.strerror or exc}") from None
         self.tmp = None
         self._release()
 
@@ -321,10 +322,10 @@ class OutputFolder:
         tmp, out = self.tmp, self.out
         if _rename(tmp, out, _RENAME_EXCHANGE):
             try:
-                self._check_replaceable(tmp, self.given, self._seen)  # tmp now holds what was at out
+                self._check_replaceable(tmp, self.shown, self._seen)  # tmp now holds what was at out
             except OutputError as exc:
                 _rename(tmp, out, _RENAME_EXCHANGE)
-                raise OutputError(f"output {self.given} changed while topo was building, so nothing was "
+                raise OutputError(f"output {self.shown} changed while topo was building, so nothing was "
                                   f"replaced ({exc.message})") from None
             except BaseException:  # Ctrl-C before the old folder was checked: it goes back, unremoved
                 _rename(tmp, out, _RENAME_EXCHANGE)
@@ -336,10 +337,10 @@ class OutputFolder:
         old = out.parent / f".{out.name}.old-{time.time_ns():020d}-{os.getpid()}-{_token()}"
         os.rename(out, old)
         try:
-            self._check_replaceable(old, self.given, self._seen)
+            self._check_replaceable(old, self.shown, self._seen)
         except OutputError as exc:
             os.rename(old, out)
-            raise OutputError(f"output {self.given} changed while topo was building, so nothing was "
+            raise OutputError(f"output {self.shown} changed while topo was building, so nothing was "
                               f"replaced ({exc.message})") from None
         except BaseException:
             os.rename(old, out)
@@ -350,7 +351,7 @@ class OutputFolder:
             try:
                 os.rename(old, out)
             except OSError:  # something took its name meanwhile: say where the old folder is now
-                raise OutputError(f"output {self.given} was made by someone else while topo replaced it; "
+                raise OutputError(f"output {self.shown} was made by someone else while topo replaced it; "
                                   f"nothing of theirs was replaced, and the folder that was there is now "
                                   f"{old}") from None
             raise
