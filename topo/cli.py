@@ -1149,19 +1149,27 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
     emit(data, fmt, table)
 
 
-def read_sweep_json(path: Path) -> dict[str, Any]:
-    """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
+def _read_result(file: Path, flag: str, what: str) -> Any:
+    """The JSON of a result topo wrote, read back as ``flag`` gives it: a regular file of at most
+    1 GiB (never a FIFO that blocks, nor /dev/zero), nested however deep; one error line, never
+    the file's text."""
     from .inputs import MAX_RESULT_BYTES, InputFileError, parse_json, read_text, shown_path
 
-    file = path / "sweep.json" if path.is_dir() else path
-    try:  # a regular file of at most 1 GiB: never a FIFO that blocks, nor /dev/zero
+    try:
         text = read_text(file, MAX_RESULT_BYTES)
     except InputFileError as exc:
-        raise AnalysisError([f"--sweep {exc}"]) from None
-    try:  # nested however deep: one line, never the file's text
-        data = parse_json(text, shown_path(file))
+        raise AnalysisError([f"{flag} {exc}"]) from None
+    try:
+        return parse_json(text, shown_path(file))
     except ValueError as exc:
-        raise AnalysisError([f"--sweep {exc}; not a sweep written by topo sweep"]) from None
+        raise AnalysisError([f"{flag} {exc}; not {what}"]) from None
+
+
+def read_sweep_json(path: Path) -> dict[str, Any]:
+    """``sweep.json`` of a folder written by ``topo sweep`` (the folder or the file), checked."""
+    from .inputs import shown_path
+
+    data = _read_result(path / "sweep.json" if path.is_dir() else path, "--sweep", "a sweep written by topo sweep")
     if not isinstance(data, dict) or not {"rows", "pareto", "columns"} <= set(data):
         raise AnalysisError([f"--sweep {shown_path(path)}: not a sweep.json written by topo sweep (no rows, pareto "
                              f"and columns)"])
@@ -1170,18 +1178,10 @@ def read_sweep_json(path: Path) -> dict[str, Any]:
 
 def read_train_json(path: Path) -> dict[str, Any]:
     """The JSON that ``topo train -o`` wrote, checked."""
-    from .inputs import MAX_RESULT_BYTES, InputFileError, parse_json, read_text, shown_path
-
-    try:  # a regular file of at most 1 GiB: never a FIFO that blocks, nor /dev/zero
-        text = read_text(path, MAX_RESULT_BYTES)
-    except InputFileError as exc:
-        raise AnalysisError([f"--train {exc}"]) from None
-    try:  # nested however deep: one line, never the file's text
-        data = parse_json(text, shown_path(path))
-    except ValueError as exc:
-        raise AnalysisError([f"--train {exc}; not a result written by topo train -o"]) from None
+    from .inputs import shown_path
     from .outputs.train import result_problems
 
+    data = _read_result(path, "--train", "a result written by topo train -o")
     problems = result_problems(data)
     if problems:
         raise AnalysisError([f"--train {shown_path(path)}: not a result written by topo train -o ({problems[0]}"
