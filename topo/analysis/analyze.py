@@ -994,8 +994,9 @@ def _spread(values: list[float], intact: float) -> dict[str, Any]:
     arr = np.asarray(values, dtype=float)
     out: dict[str, Any] = {"intact": intact}
     for key, v in (("min", arr.min()), ("median", float(np.median(arr))), ("max", arr.max())):
-        out[key] = min(round(float(v), 3), intact) + 0.0
-        out[f"{key}_change_pct"] = round(100.0 * (float(v) - intact) / intact, 2) + 0.0 if intact else None
+        v = min(float(v), intact)  # the figure and its change from one capped value
+        out[key] = min(round(v, 3), intact) + 0.0
+        out[f"{key}_change_pct"] = round(100.0 * (v - intact) / intact, 2) + 0.0 if intact else None
     return out
 
 
