@@ -17,7 +17,6 @@ import os
 import re
 import signal
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -29,8 +28,9 @@ from .errors import QUOTE_LIMIT, AnalysisError, TopoError, UsageError, quote
 from .analysis.choices import (ALGORITHMS, DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, HASH_BUDGET, HASH_FIELDS, MIN_AUTO_SAMPLES,
                                PROTOCOL_CHOICES, ROUTING_CHOICES)
 from .pipeline.sweep import SWEEP_FIXED_OPTIONS, SWEEP_FIXED_SPEC
-from .pipeline.process import Terminated, flush_fails, interrupts_as_keyboard_interrupt, quiet_stdout, raised_by_echo
-from .sizes import MAX_SIZES, Sizes, parse_size, size_note, size_unit  # noqa: F401 (parse_size, size_unit: the CLI's)
+from .outputs.terminal import StageLines
+from .process import Terminated, flush_fails, interrupts_as_keyboard_interrupt, quiet_stdout, raised_by_echo
+from .sizes import parse_size, parse_sizes, size_note, size_unit  # noqa: F401 (the CLI's, as before)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis.analyze import AnalysisOptions
@@ -94,66 +94,14 @@ def user_errors() -> Iterator[None]:
         raise TopoClickError(exc) from None
 
 
-class Progress:
-    """Stage timings and counters on stderr (silent with --quiet).
-
-    A stage prints ``topo: what ...`` and, when it ends, its time on the same line; a counter
-    inside a stage rewrites one line on a terminal, or prints a line every quarter elsewhere.
-    """
+class Progress(StageLines):
+    """Stage timings and counters on stderr (silent with --quiet): :class:`topo.outputs.terminal.StageLines`
+    written with click, warnings shown even with --quiet."""
 
     def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.open_line = False
-        self.tty = sys.stderr.isatty()
-
-    def _echo(self, text: str, nl: bool = True) -> None:
-        if not self.quiet:
-            click.echo(text, err=True, nl=nl)
-
-    @contextmanager
-    def stage(self, what: str) -> Iterator[None]:
-        start = time.perf_counter()
-        self._echo(f"topo: {what} ...", nl=False)
-        self.open_line = True
-        try:
-            yield
-        except BaseException as exc:
-            # Ctrl-C and SIGTERM say so; only an error "failed" (its Error: line follows)
-            how = ("terminated" if isinstance(exc, Terminated) else "interrupted") \
-                if isinstance(exc, KeyboardInterrupt) else "failed"
-            self._echo(f" {how}" if self.open_line else f"topo: {what} {how}")
-            self.open_line = False
-            raise
-        elapsed = f"{time.perf_counter() - start:.2f} s"
-        self._echo(f" {elapsed}" if self.open_line else f"topo: {what} done in {elapsed}")
-        self.open_line = False
-
-    def counter(self, what: str, total: int) -> Callable[[int], None]:
-        """A callback ``update(done)`` that shows the progress of ``total`` items."""
-        state = {"shown": -1}
-        steps = 100 if self.tty else 4
-
-        def update(done: int) -> None:
-            step = done * steps // max(total, 1)
-            if step == state["shown"]:
-                return
-            state["shown"] = step
-            if self.open_line:
-                self._echo("")
-                self.open_line = False
-            text = f"  {what}: {done:,}/{total:,} ({100 * done // max(total, 1)}%)"
-            if self.tty:
-                self._echo("\r" + text, nl=done >= total)
-            else:
-                self._echo(text)
-
-        return update
-
-    def say(self, message: str) -> None:
-        self._echo(f"topo: {message}")
+        super().__init__(quiet, lambda text, nl: click.echo(text, err=True, nl=nl), sys.stderr.isatty())
 
     def warn(self, message: str) -> None:
-        """A line shown even with --quiet."""
         _echo_safely(message, err=True)
 
 
@@ -248,16 +196,10 @@ class SizeList(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> tuple[int, ...]:
         if isinstance(value, tuple):
             return value
-        parts = [part for part in str(value).split(",") if part.strip()]
-        if len(parts) > MAX_SIZES:
-            self.fail(f"{len(parts)} sizes; at most {MAX_SIZES}", param, ctx)
         try:
-            sizes = Sizes(parse_size(part) for part in parts)
+            return parse_sizes(str(value))
         except ValueError as exc:
-            self.fail(f"{quote(exc.args[0])} is not a size from 1 byte to 1 TiB, such as 1M, 256MiB, 8G, 8GB "
-                      f"or 4096", param, ctx)
-        sizes.notes = tuple(note for note in map(size_note, parts) if note)
-        return sizes
+            self.fail(exc.args[0], param, ctx)
 
 
 ANALYSIS_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
@@ -727,19 +669,12 @@ def _convert(kind: click.ParamType, name: str, value: Any) -> Any:
 
 
 
-#: The settings of a sweep file, converted as their flags convert them.
-SWEEP_SETTINGS: dict[str, click.ParamType] = {}
-
-
 def _sweep_value(name: str, value: Any) -> Any:
     """A value of a sweep file (``sizes``, ``fail_random``, ``trials`` or an analysis option),
     converted as its flag converts it."""
-    if not SWEEP_SETTINGS:
-        SWEEP_SETTINGS.update(sizes=SizeList(), fail_random=FloatRange(0.0, 1.0, max_open=True),
-                              trials=IntRange(0, 10_000))
-    if name in SWEEP_SETTINGS:
-        return _convert(SWEEP_SETTINGS[name], name, value)
-    return _option_value(name, value)
+    kind = {"sizes": SizeList(), "fail_random": FloatRange(0.0, 1.0, max_open=True),
+            "trials": IntRange(0, 10_000)}.get(name)
+    return _option_value(name, value) if kind is None else _convert(kind, name, value)
 
 
 def _sweep_fields() -> Any:
@@ -872,7 +807,6 @@ TRAIN_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-
 def train_options(func: Callable) -> Callable:
     """The workload flags, and the analysis options that price its collectives."""
     for field, flag, kwargs in reversed([f for f in ANALYSIS_FLAGS if f[0] in TRAIN_ANALYSIS]):
@@ -921,8 +855,12 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
     if list_catalog:
         if output is not None:
             raise click.UsageError("--list prints the catalogues; -o/--output is for a training result")
-        _list_catalogs(fmt)
-        return
+        from .outputs.terminal import catalog_table
+        from .workload import gpu_catalog, model_catalog
+
+        catalogs = {"models": {n: m.to_dict() for n, m in model_catalog().items()},
+                    "gpus": {n: g.to_dict() for n, g in gpu_catalog().items()}}
+        return emit(catalogs, fmt, lambda: catalog_table(catalogs))
     from .analysis.analyze import AnalysisOptions
     from .outputs.terminal import train_table
     from .pipeline.train import train
@@ -937,16 +875,6 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
         data = train(design, spec_file, fields, options, workload, workload_file, scale, weak, what_if, output,
                      force, progress)
     emit(data, fmt, lambda: train_table(data))
-
-
-def _list_catalogs(fmt: str) -> None:
-    """``topo train --list``: the model and GPU catalogues."""
-    from .outputs.terminal import catalog_table
-    from .workload import gpu_catalog, model_catalog
-
-    data = {"models": {n: m.to_dict() for n, m in model_catalog().items()},
-            "gpus": {n: g.to_dict() for n, g in gpu_catalog().items()}}
-    emit(data, fmt, lambda: catalog_table(data))
 
 
 def entry() -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from .errors import quote
+
 #: Message size prefixes: binary (nccl-tests counts 8G as 8 GiB), and decimal when a unit follows
 #: (8GB, 8Gb); the prefix's case does not matter. The unit's does: B is bytes, b is bits.
 _PREFIXES = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
@@ -85,3 +87,22 @@ class Sizes(tuple):
     """Message sizes in bytes, with a line for each size given in a decimal unit."""
 
     notes: tuple[str, ...] = ()
+
+
+def parse_sizes(text: str) -> Sizes:
+    """Comma-separated message sizes (at most MAX_SIZES), with a note for each one given in a
+    decimal unit or in bits; ValueError with the line to show for a list that is not one.
+
+    >>> parse_sizes("1M,8GB"), parse_sizes("1M,8GB").notes[0][:20]
+    ((1048576, 8000000000), '--sizes 8GB: 8,000,0')
+    """
+    parts = [part for part in text.split(",") if part.strip()]
+    if len(parts) > MAX_SIZES:
+        raise ValueError(f"{len(parts)} sizes; at most {MAX_SIZES}")
+    try:
+        sizes = Sizes(parse_size(part) for part in parts)
+    except ValueError as exc:
+        raise ValueError(f"{quote(exc.args[0])} is not a size from 1 byte to 1 TiB, such as 1M, 256MiB, 8G, 8GB "
+                         f"or 4096") from None
+    sizes.notes = tuple(note for note in map(size_note, parts) if note)
+    return sizes

@@ -5,13 +5,18 @@ One renderer for every command: the build summary and its headline figures (:fun
 the catalogues (:func:`catalog_table`, :func:`servers_table`, :func:`switches_table`,
 :func:`templates_table`), a sweep's Pareto front (:func:`sweep_table`), a design review's key figures
 (:func:`report_table`) and a check's summary line (:func:`check_line`). Each returns text; only the
-CLI prints it. This module imports the design stage and earlier outputs, never click.
+CLI prints it. :class:`StageLines` makes the lines of a command's progress (stages, counters) and
+hands them to the CLI's writer. This module imports the design stage and earlier outputs, never click.
 """
 
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from ..process import Terminated
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.analyze import Analysis
@@ -386,3 +391,68 @@ def sweep_table(headers: list[str], front: list[list[Any]], data: dict[str, Any]
     head = f"Pareto front of busbw at the largest size ({size}) against " \
            f"{data['pareto']['x']}: {len(front)} of {designs} designs"
     return head + "\n" + format_table(headers, front) + (f"\n\nsweep: {output}/sweep.csv" if output else "")
+
+
+class StageLines:
+    """Stage timings and counters, as lines written by ``echo(text, nl)`` (nothing with ``quiet``):
+    the command line's :class:`~topo.pipeline.progress.Progress`.
+
+    A stage prints ``topo: what ...`` and, when it ends, its time on the same line; a counter
+    inside a stage rewrites one line on a terminal (``tty``), or prints a line every quarter elsewhere.
+    """
+
+    def __init__(self, quiet: bool, echo: Callable[[str, bool], None], tty: bool) -> None:
+        self.quiet = quiet
+        self.open_line = False
+        self.tty = tty
+        self.echo = echo
+
+    def _echo(self, text: str, nl: bool = True) -> None:
+        if not self.quiet:
+            self.echo(text, nl)
+
+    @contextmanager
+    def stage(self, what: str) -> Iterator[None]:
+        start = time.perf_counter()
+        self._echo(f"topo: {what} ...", nl=False)
+        self.open_line = True
+        try:
+            yield
+        except BaseException as exc:
+            # Ctrl-C and SIGTERM say so; only an error "failed" (its Error: line follows)
+            how = ("terminated" if isinstance(exc, Terminated) else "interrupted") \
+                if isinstance(exc, KeyboardInterrupt) else "failed"
+            self._echo(f" {how}" if self.open_line else f"topo: {what} {how}")
+            self.open_line = False
+            raise
+        elapsed = f"{time.perf_counter() - start:.2f} s"
+        self._echo(f" {elapsed}" if self.open_line else f"topo: {what} done in {elapsed}")
+        self.open_line = False
+
+    def counter(self, what: str, total: int) -> Callable[[int], None]:
+        """A callback ``update(done)`` that shows the progress of ``total`` items."""
+        state = {"shown": -1}
+        steps = 100 if self.tty else 4
+
+        def update(done: int) -> None:
+            step = done * steps // max(total, 1)
+            if step == state["shown"]:
+                return
+            state["shown"] = step
+            if self.open_line:
+                self._echo("")
+                self.open_line = False
+            text = f"  {what}: {done:,}/{total:,} ({100 * done // max(total, 1)}%)"
+            if self.tty:
+                self._echo("\r" + text, nl=done >= total)
+            else:
+                self._echo(text)
+
+        return update
+
+    def say(self, message: str) -> None:
+        self._echo(f"topo: {message}")
+
+    def warn(self, message: str) -> None:
+        """A line shown even with quiet."""
+        self.echo(message, True)
