@@ -30,7 +30,7 @@ from .analysis.choices import (ALGORITHMS, DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, 
 from .pipeline.sweep import SWEEP_FIXED_OPTIONS, SWEEP_FIXED_SPEC
 from .outputs.terminal import StageLines
 from .process import Terminated, flush_fails, interrupts_as_keyboard_interrupt, quiet_stdout, raised_by_echo
-from .sizes import parse_size, parse_sizes, size_note, size_unit  # noqa: F401 (the CLI's, as before)
+from .sizes import parse_size, parse_sizes  # noqa: F401 (parse_size: importable from here, as before)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis.analyze import AnalysisOptions

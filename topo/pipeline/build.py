@@ -27,7 +27,7 @@ from ..outputs.exports import export_files
 from ..outputs.manifest import with_manifest
 from ..outputs.nccl import nccl_files
 from ..outputs.placement import placement_files
-from ..outputs.readme import all_outputs, readme, template_sources
+from ..outputs.readme import readme
 from ..outputs.report import Review, report_files, review
 from ..outputs.summary import Summary, summarize
 from ..outputs.templating import template_environment
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from ..analysis.analyze import Analysis
     from ..outputs.cabling import Cabling
     from ..servers import ServerProfile
-
-__all__ = ["BuildResult", "all_outputs", "build", "build_files", "render_build", "template_sources"]
 
 
 @dataclass

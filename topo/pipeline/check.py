@@ -23,10 +23,9 @@ from typing import Any, Callable, Iterable
 from ..fabric import Fabric, is_ethernet, switch_port_names
 from ..inputs import MAX_SPEC_BYTES
 from ..outputs.manifest import MANIFEST, NotABuild, digest, foreign_entries, read_manifest
-from .design import design_problems, file_digest, folder_spec, spec_from
+from .design import file_digest, folder_spec, spec_from
 from .progress import SILENT, Progress
 
-__all__ = ["FolderCheck", "bgp_problems", "check", "check_folder", "design_problems", "file_digest"]
 
 #: Most problems of one kind listed by name (the rest are counted).
 SHOWN = 10
