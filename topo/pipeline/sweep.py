@@ -27,7 +27,7 @@ from .progress import SILENT, Progress
 if TYPE_CHECKING:
     from ..outputs.sweep_table import Sweep
     from ..spec import FabricSpec
-    from .sweep_run import Cache, RunStats
+    from .sweep_run import Cache, RunStats, Task
 
 #: Spec fields a sweep takes once, for every design (a file each; not an axis of the grid).
 SWEEP_FIXED_SPEC = ("prices", "hostnames", "server")
@@ -239,7 +239,7 @@ def plan(fields: Fields, axes: dict[str, tuple[Any, ...]], spec_file: Path | Non
     return Plan(sweep, d.spec_file, fixed, d.base, d.base_dir, sweep_file)
 
 
-def _task(index: int, params: dict[str, Any], d: _Definition, fixed: dict[str, Any], fields: Fields) -> Any:
+def _task(index: int, params: dict[str, Any], d: _Definition, fixed: dict[str, Any], fields: Fields) -> "Task":
     """The task of one design: its spec and options resolved and its cache key, or why not."""
     from ..analysis.analyze import AnalysisOptions
     from ..servers import resolve_server
