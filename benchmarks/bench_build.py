@@ -4,14 +4,16 @@ A run measures, for one spec with default values except ``gpus`` and ``radix``, 
 in a fresh Python process (so that its peak resident set size, ``ru_maxrss``, belongs to that part
 alone, and no part finds caches or compiled templates that another left):
 
-* build: wall time of ``load_spec`` + ``build_fabric``;
-* write: wall time of ``plan_cabling`` + ``summarize`` + ``build_files`` without switch configs,
-  written by an ``OutputFolder`` into a temporary folder (the design, placement, NCCL, cabling,
-  report and graph files; what ``topo build --no-configs --no-analysis`` writes);
-* full: wall time of the whole folder, as ``topo build --no-analysis`` makes it, in a second
-  process and folder: the fabric built, a :class:`~topo.outputs.configs.ConfigJob` started at
-  once (one process per CPU rendering and writing the switch configs) while this process writes
-  the rest, and the configs collected in order; "configs add" is full minus build + write;
+* build and write: ``topo.pipeline.build.build(..., analysis=False, configs=False)``, what
+  ``topo build --no-configs --no-analysis`` runs, into a temporary folder: build is the wall time
+  of its stage "building" (``build_fabric``; the spec loaded and checked before it), write the rest
+  (``plan_cabling``, ``summarize`` and ``build_files`` without switch configs, written by its
+  ``OutputFolder``: the design, placement, NCCL, cabling, report and graph files);
+* full: wall time of the whole folder, ``topo.pipeline.build.build(..., analysis=False)`` as
+  ``topo build --no-analysis`` runs it, in a second process and folder: the fabric built, a
+  :class:`~topo.outputs.configs.ConfigJob` started at once (one process per CPU rendering and
+  writing the switch configs) while this process writes the rest, and the configs collected in
+  order; "configs add" is full minus build + write;
 * floor: the least a program can take to write the same bytes into the same files, in a third
   process right after the full folder: it makes each folder of the full folder once in a fresh
   folder and writes every file's bytes into it, nothing else (only the writes are timed, not the
@@ -50,6 +52,7 @@ This is a benchmark, not a test: it is not collected by pytest.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -60,6 +63,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
@@ -99,12 +103,13 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
     import time
 
     from topo.fabric import build_fabric
-    from topo.outputs.build import build_files
     from topo.outputs.cabling import plan_cabling
-    from topo.outputs.configs import ConfigJob
     from topo.outputs.summary import summarize
     from topo.outputs.writer import OutputFolder
+    from topo.pipeline.build import build, build_files
     from topo.spec import load_spec
+    import topo.addressing, topo.pipeline.apart, topo.pipeline.design, topo.sizing  # noqa: E401,F401 (what build()
+    # imports when it runs: loaded before the clock starts, as the rest)
 
     root = Path(tmp)
     baseline = _maxrss_kib()
@@ -117,13 +122,11 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
 
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
-    fabric = build_fabric(load_spec({"gpus": gpus, "radix": radix}))
-    built = time.perf_counter()
     if part == "plain":  # topo build --no-analysis --no-configs
-        cabling = plan_cabling(fabric)
-        with OutputFolder(root / "design") as folder:
-            folder.write(build_files(fabric, summarize(fabric, cabling), configs=False, cabling=cabling))
-        written = time.perf_counter()
+        times = StageTimes()
+        fabric = build(None, {"gpus": gpus, "radix": radix}, root / "design", analysis=False, configs=False,
+                       progress=times).fabric
+        start, built, written = times.started["building"], times.ended["building"], time.perf_counter()
         print(json.dumps({
             "gpus": gpus, "radix": radix, "tiers": fabric.plan.tiers,
             "switches": int((fabric.tier > 0).sum()), "links": len(fabric.links),
@@ -133,6 +136,7 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
         }))
         return
     if part == "ready":  # the whole folder again, its configs' bytes ready: only written
+        fabric = build_fabric(load_spec({"gpus": gpus, "radix": radix}))
         cabling = plan_cabling(fabric)
         with OutputFolder(root / "ready") as folder:
             job = prerendered.start(os.cpu_count() or 1, folder.tmp)
@@ -148,11 +152,8 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
         return
     # topo build --no-analysis: the config processes start right after the fabric is built and
     # write the switch configs while this one writes the rest
-    with OutputFolder(root / "full") as folder, \
-            ConfigJob(fabric, (), os.cpu_count() or 1, folder.tmp) as job:
-        cabling = plan_cabling(fabric)
-        count = folder.write(build_files(fabric, summarize(fabric, cabling), cabling=cabling,
-                                         sink=folder.tmp, config_job=job))
+    count = build(None, {"gpus": gpus, "radix": radix}, root / "full", analysis=False,
+                  jobs=os.cpu_count() or 1).files
     full_s = time.perf_counter() - start
     cpu1, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     configs = [p for name in ("switches", "hosts") for p in (root / "full" / name).rglob("*") if p.is_file()]
@@ -165,6 +166,32 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
         "full_sys_s": cpu1.ru_stime - cpu0.ru_stime + workers.ru_stime,  # of which system time (both)
         "config_files": len(configs), "config_bytes": sum(p.stat().st_size for p in configs),
     }))
+
+
+class StageTimes:
+    """A progress of the pipeline (:class:`topo.pipeline.progress.Progress`) that keeps when each
+    stage started and ended, by its first word (``building``), and says nothing."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.ended: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def stage(self, what: str) -> Iterator[None]:
+        import time
+
+        self.started[what.split()[0]] = time.perf_counter()
+        yield
+        self.ended[what.split()[0]] = time.perf_counter()
+
+    def counter(self, what: str, total: int) -> Callable[[int], None]:
+        return lambda done: None
+
+    def say(self, message: str) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        pass
 
 
 class PrerenderedConfigs:

@@ -6,7 +6,7 @@ Each measurement runs in a fresh Python process (so its peak resident set size i
 * config: ``load_spec`` + ``build_fabric`` + ``train_step`` of one catalogue model's recipe on
   16,384 GPUs (8 x 400G per server, two tiers of radix 64 or three, as sized), median of
   ``--repeat`` runs;
-* curve: ``topo.outputs.train.curve`` of GPT-3 175B (tp 8, pp 8, global batch 15,360) at 512 to
+* curve: ``topo.pipeline.train.curve`` of GPT-3 175B (tp 8, pp 8, global batch 15,360) at 512 to
   16,384 GPUs, 10 points, each point a fabric built and a step priced;
 * the CLI: the wall time of ``topo train`` for the curve, start-up and printing included.
 
@@ -60,7 +60,7 @@ def child(kind: str, name: str) -> None:
     from topo import build_fabric, load_spec
     from topo.analysis.analyze import AnalysisOptions
     from topo.outputs.training import train_step
-    from topo.outputs.train import curve
+    from topo.pipeline.train import curve
     from topo.workload import workload_from
 
     start = time.perf_counter()

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from topo import build_fabric, load_spec
 from topo.cli import main
-from topo.outputs.check import check_folder
+from topo.pipeline.check import check_folder
 from topo.outputs.manifest import MANIFEST
 
 
@@ -178,7 +178,7 @@ def _sweep_rows(*args):
 
 
 def _corrupt(path: Path, how: str) -> None:
-    from topo.outputs.sweep import row_digest
+    from topo.pipeline.sweep_run import row_digest
 
     data = json.loads(path.read_text())
     if how == "truncated":
@@ -344,12 +344,12 @@ def test_a_sweep_that_would_not_fit_or_take_hours_is_refused_before_any_design_r
 
 
 def test_the_sweep_estimate_counts_the_designs_at_once_and_skips_cached_ones(tmp_path):
-    from topo.outputs.sweep import Cache, SweepError, check_sweep_work
+    from topo.pipeline.sweep_run import Cache, SweepError, check_sweep_work
 
     cache = tmp_path / "cache"
     rows = json.loads(run("sweep", "--gpus", 64, "--gpus", 128, "--cache", cache, "-j", 1, "--format", "json").stdout)
     assert rows["computed"] == 2
-    import topo.outputs.sweep as sweep_module
+    import topo.pipeline.sweep_run as sweep_module
 
     # the sweep as the command makes it, caught on its way to the estimate
 

@@ -119,13 +119,13 @@ def test_empty_existing_folder_is_used(tmp_path):
 
 
 def test_a_failure_while_writing_leaves_no_folder(tmp_path, monkeypatch):
-    import topo.outputs.build
+    import topo.pipeline.build
 
     def broken(*args, **kwargs):
         yield "ok.txt", "fine"
         yield "bad.txt", object()  # not text: writing it fails
 
-    monkeypatch.setattr(topo.outputs.build, "build_files", broken)
+    monkeypatch.setattr(topo.pipeline.build, "build_files", broken)
     out = tmp_path / "d"
     with pytest.raises(TypeError):
         run("build", "--gpus", 256, "-o", out, "-q")
@@ -133,12 +133,12 @@ def test_a_failure_while_writing_leaves_no_folder(tmp_path, monkeypatch):
 
 
 def test_a_failure_with_force_keeps_the_old_folder(tmp_path, monkeypatch):
-    import topo.outputs.build
+    import topo.pipeline.build
 
     out = tmp_path / "d"
     run("build", "--gpus", 256, "-o", out, "-q")
     before = (out / "design.json").read_bytes()
-    monkeypatch.setattr(topo.outputs.build, "build_files", lambda *a, **k: iter([("bad.txt", object())]))
+    monkeypatch.setattr(topo.pipeline.build, "build_files", lambda *a, **k: iter([("bad.txt", object())]))
     with pytest.raises(TypeError):
         run("build", "--gpus", 1024, "-o", out, "--force", "-q")
     assert (out / "design.json").read_bytes() == before

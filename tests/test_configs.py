@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from topo import SpecError, build_fabric, load_spec
 from topo.cli import main
-from topo.outputs.build import template_sources
+from topo.outputs.readme import template_sources
 from topo.outputs.configs import ConfigFacts, config_files
 from topo.outputs.qos import pfc_headroom
 from topo.outputs.templating import TemplateError

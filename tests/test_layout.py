@@ -1,11 +1,12 @@
 """The package layout: one folder per stage, and every import points to an earlier stage.
 
 Stages, in data-flow order: the design (``topo/*.py``: spec, sizing, fabric, ...), the analyses
-(``topo/analysis/``), the outputs (``topo/outputs/``), the CLI (``topo/cli.py``). A module may
-import its own stage and earlier ones, never a later one; no chain of imports (function-level and
-``TYPE_CHECKING`` imports included) comes back to where it started; the module that runs a
-stage's parts (``analysis/analyze.py``, ``outputs/build.py``) is imported by no part of its stage.
-The checks read the source with ``ast``, so they also see imports that never run in a test.
+(``topo/analysis/``), the outputs (``topo/outputs/``), the pipeline (``topo/pipeline/``: each
+command's run of the stages), the CLI (``topo/cli.py``). A module may import its own stage and
+earlier ones, never a later one; no chain of imports (function-level and ``TYPE_CHECKING``
+imports included) comes back to where it started; the module that runs the analyses
+(``analysis/analyze.py``) is imported by no part of its stage. The checks read the source with
+``ast``, so they also see imports that never run in a test.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import topo
 PACKAGE = Path(__file__).resolve().parent.parent / "topo"
 
 #: Stage folders in data-flow order; a module's stage is its folder (``topo.cli`` is the last).
-STAGES = ("design", "analysis", "outputs", "cli")
-#: The module of each stage that runs the others of its stage (names below the package).
-ORCHESTRATORS = ("analysis.analyze", "outputs.build")
+STAGES = ("design", "analysis", "outputs", "pipeline", "cli")
+#: The module of a stage that runs the others of its stage (names below the package); the
+#: pipeline's modules run the stages before them, and import each other freely (without a cycle).
+ORCHESTRATORS = ("analysis.analyze",)
 #: The only module that may talk to the terminal (imports click).
 TERMINAL = "cli"
 
@@ -174,12 +176,13 @@ def test_the_public_api_is_importable_from_topo(name):
 
 
 def test_import_topo_loads_no_later_stage():
-    """``import topo`` and the design stage do not import the analyses, the outputs or scipy."""
+    """``import topo`` and the design stage do not import the analyses, the outputs, the pipeline or scipy."""
     import subprocess
     import sys
 
     code = ("import sys, topo, topo.fabric, topo.spec; "
-            "print(sorted(m for m in sys.modules if m.startswith(('topo.analysis', 'topo.outputs', 'scipy'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('topo.analysis', 'topo.outputs', 'topo.pipeline', "
+            "'scipy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=PACKAGE.parent)
     assert out.stdout.strip() == "[]"
@@ -212,17 +215,31 @@ def test_the_checker_finds_an_import_from_a_later_stage(tmp_path):
 
 def test_the_checker_finds_a_cycle_inside_a_stage_and_a_part_importing_its_orchestrator(tmp_path):
     root = _package(tmp_path, {
+        "analysis/__init__.py": "",
+        "analysis/analyze.py": "from .hops import count\n",
+        "analysis/hops.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .analyze import x\n",
         "outputs/__init__.py": "",
-        "outputs/build.py": "from .nccl import files\n",
-        "outputs/nccl.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .build import x\n",
         "outputs/a.py": "import pkg.outputs.b\n", "outputs/b.py": "from . import a\n",
     })
     problems = layout_problems(root)
-    assert "pkg/outputs/nccl.py:3: imports pkg.outputs.build, which runs the outputs stage; its parts may " \
+    assert "pkg/analysis/hops.py:3: imports pkg.analysis.analyze, which runs the analysis stage; its parts may " \
            "not import it" in problems
     assert "import cycle: pkg.outputs.a -> pkg.outputs.b -> pkg.outputs.a" in problems
-    assert "import cycle: pkg.outputs.build -> pkg.outputs.nccl -> pkg.outputs.build" in problems
+    assert "import cycle: pkg.analysis.analyze -> pkg.analysis.hops -> pkg.analysis.analyze" in problems
     assert len(problems) == 3
+
+
+def test_the_checker_finds_an_output_importing_the_pipeline_and_lets_the_pipeline_import_all(tmp_path):
+    root = _package(tmp_path, {
+        "analysis/__init__.py": "", "analysis/analyze.py": "",
+        "outputs/__init__.py": "", "outputs/report.py": "from ..pipeline.apart import run_apart\n",
+        "pipeline/__init__.py": "", "pipeline/apart.py": "",
+        "pipeline/build.py": "from ..analysis.analyze import analyze\nfrom ..outputs import report\nfrom . import apart\n",
+        "cli.py": "from .pipeline.build import build\n",
+    })
+    problems = layout_problems(root)
+    assert problems == ["pkg/outputs/report.py:1: imports pkg.pipeline.apart, of the pipeline stage, which comes "
+                        "after outputs"]
 
 
 def test_the_checker_finds_click_outside_the_cli(tmp_path):

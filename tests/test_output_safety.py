@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import topo.outputs.writer as writer
 from topo.cli import main
 from topo.outputs.manifest import MANIFEST, Stamp, changed_files, read_stamp
-from topo.outputs.sweep import CACHE_FORMAT, Cache
+from topo.pipeline.sweep_run import CACHE_FORMAT, Cache
 
 TRAIN = ("train", "--gpus", 64, "--model", "llama3-8b", "-q")
 FRR = "switches/cluster-leaf-su00-r0/frr.conf"
@@ -91,7 +91,7 @@ def test_train_output_never_replaces_a_device_or_a_fifo_even_with_force(tmp_path
 
 
 def test_train_output_that_appears_meanwhile_is_not_replaced_without_force(tmp_path, monkeypatch):
-    import topo.outputs.train as train
+    import topo.pipeline.train as train
 
     out = tmp_path / "train.json"
     real = train.result
@@ -249,7 +249,7 @@ def test_changed_files_checks_sizes_first_and_rereads_only_what_moved(tmp_path, 
 
 
 def test_an_edit_made_while_topo_builds_is_found_after_the_swap(tmp_path, built, monkeypatch):
-    import topo.outputs.build as build
+    import topo.pipeline.build as build
 
     folder = design(built, tmp_path)
     frr = folder / FRR
@@ -313,7 +313,7 @@ def test_without_renameat2_a_folder_that_takes_the_name_meanwhile_is_kept_and_th
 
 @pytest.mark.parametrize("planted", ["dangling link", "file"])
 def test_without_renameat2_something_planted_at_a_new_output_meanwhile_is_kept(tmp_path, monkeypatch, planted):
-    import topo.outputs.build as build
+    import topo.pipeline.build as build
 
     out = tmp_path / "out"
     monkeypatch.setattr(writer, "_renameat2", lambda: None)

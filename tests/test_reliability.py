@@ -199,7 +199,7 @@ def test_an_unwritable_parent_is_one_error_line(tmp_path, monkeypatch):
 
 def test_a_folder_that_appears_meanwhile_is_never_replaced(tmp_path, monkeypatch):
     out = tmp_path / "out"
-    import topo.outputs.build as cli
+    import topo.pipeline.build as cli
 
     real = cli.build_files
 
@@ -526,10 +526,10 @@ def test_the_design_review_what_ifs_stop_at_once(tmp_path, sig, status, message,
 
 
 def test_work_apart_returns_its_result_raises_its_error_and_reports_its_death():
-    """The what-ifs' child process (topo.outputs.apart): progress and the result come back, an
+    """The what-ifs' child process (topo.pipeline.apart): progress and the result come back, an
     error of the work is raised here as itself, and a child that dies is one TopoError."""
     from topo.errors import AnalysisError, TopoError
-    from topo.outputs.apart import run_apart
+    from topo.pipeline.apart import run_apart
 
     seen = []
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from topo.cli import main
-from topo.outputs.sweep import pareto
+from topo.outputs.sweep_table import pareto
 
 #: 12 small designs: 3 GPU counts x 2 oversubscriptions x 2 placements.
 GRID = ["--gpus", "64", "--gpus", "128", "--gpus", "256", "--oversubscription", "1", "--oversubscription", "3",
@@ -263,7 +263,7 @@ def test_failure_trials_never_beat_the_intact_design(monkeypatch):
     import topo.analysis.analyze as analyze_module
     from topo import load_spec
     from topo.analysis.analyze import AnalysisOptions
-    from topo.outputs.sweep import Task, busbw_column, evaluate
+    from topo.pipeline.sweep_run import Task, busbw_column, evaluate
 
     seen = []
     real = analyze_module.analyze_faulted

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from topo import build_fabric, load_spec
 from topo.cli import main
 from topo.outputs import templating
-from topo.outputs.build import all_outputs, template_sources
+from topo.outputs.readme import all_outputs, template_sources
 from topo.outputs.configs import CONFIG_CHUNK, config_files
 from topo.outputs.placement import placement_facts
 from topo.outputs.templating import (
@@ -687,7 +687,7 @@ def test_every_fact_a_template_sees_is_plain_data(monkeypatch):
         return new_context(self, vars, shared, locals)
 
     monkeypatch.setattr(jinja2.Template, "new_context", spy)
-    from topo.outputs.build import render_build
+    from topo.pipeline.build import render_build
     from topo.outputs.summary import summarize
     for spec in ({"gpus": 256}, {"gpus": 512, "dual_tor": True}):
         fabric = build_fabric(load_spec(spec))

@@ -149,7 +149,7 @@ def test_a_chassis_gets_its_routing_and_no_config_db():
     assert frr.count("\n ip address ") == 8 * 32 + 1 and "interface lo\n ip address 10.255.0.9/32\n" in frr
     assert "interface Ethernet0\n description to cluster-leaf-su00-r0:" in frr
     assert "\n ip address " not in files["switches/cluster-leaf-su00-r0/frr.conf"]
-    from topo.outputs.check import bgp_problems
+    from topo.pipeline.check import bgp_problems
     texts = {rel.split("/")[1]: text for rel, text in files.items() if rel.endswith("frr.conf")}
     dbs = {rel.split("/")[1]: text for rel, text in files.items() if rel.endswith("config_db.json")}
     sessions, problems = bgp_problems(fabric, texts, dbs)

@@ -4,7 +4,8 @@ The stages, one folder each, every import pointing to an earlier one::
 
     topo/            spec -> sizing -> Fabric      load_spec(...) -> FabricSpec -> build_fabric(spec)
     topo/analysis/   Fabric -> results             analyze(fabric) -> Analysis
-    topo/outputs/    Fabric + results -> files     build_files(fabric, summarize(fabric), ...)
+    topo/outputs/    Fabric + results -> files     one renderer a format: {relative path: text}
+    topo/pipeline/   each command's run of them    topo.pipeline.build.build(spec_file, fields, ...)
     topo/cli.py      the command line              the only module that touches the terminal
 
 The public API below is importable from ``topo`` itself. Its names are imported when first used,
@@ -36,8 +37,8 @@ _LATER_STAGES = {
     "summarize": "topo.outputs.summary",
     "Cabling": "topo.outputs.cabling",
     "plan_cabling": "topo.outputs.cabling",
-    "build_files": "topo.outputs.build",
-    "render_build": "topo.outputs.build",
+    "build_files": "topo.pipeline.build",
+    "render_build": "topo.pipeline.build",
     "write_tree": "topo.outputs.writer",
 }
 

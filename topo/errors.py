@@ -1,7 +1,8 @@
 """One family of exceptions for every mistake a user can make.
 
-The CLI turns any :class:`TopoError` into a one-line message per problem and exit status 1;
-nothing else is caught, so a bug still shows its traceback.
+The CLI turns any :class:`TopoError` into a one-line message per problem and exit status 1
+(:class:`UsageError`: click's usage message and exit status 2); nothing else is caught, so a bug
+still shows its traceback.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class SpecError(ProblemsError):
 
 class OutputError(TopoError):
     """An output folder that cannot be written as asked (it exists, or is not writable)."""
+
+
+class UsageError(TopoError):
+    """Options that do not go together (``--weak`` without ``--scale``): the CLI shows it as click
+    shows a malformed command line, with exit status 2."""
 
 
 #: Most characters of a value that an error line quotes.

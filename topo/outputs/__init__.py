@@ -19,9 +19,13 @@ Every renderer returns ``{relative path: text}`` (or yields ``(path, text)``); o
     materials.
 ``exports``
     GraphML, Graphviz DOT and the containerlab lab.
-``build``, ``writer``
-    the orchestration that makes a build folder's whole file set, and the atomic folder writer.
+``readme``, ``writer``
+    the build folder's README.md and the list of every templated output, and the atomic folder
+    writer.
+``terminal``, ``sweep_table``, ``sweep_files``
+    the tables ``topo`` prints on stdout; a sweep's columns and Pareto fronts, and its files.
 
-Modules here import the design stage, the analyses and earlier outputs; none imports ``build``
-(which imports them all) or the CLI.
+Modules here import the design stage, the analyses and earlier outputs, never the pipeline
+(``topo.pipeline``, which runs them: ``pipeline/build.py`` makes a build folder's file set) or
+the CLI.
 """

@@ -66,11 +66,11 @@ class Review:
 def review(fabric: Fabric, summary: "Summary", cabling: "Cabling", analysis: "Analysis | None",
            warnings: Sequence["Caveat"], server: "ServerProfile | None" = None, label: str | None = None,
            what_if_samples: int | None = None, base_dir: str | Path | None = None, source: str = "",
-           progress: Callable[[int], None] | None = None, apart: bool = False) -> Review:
+           progress: Callable[[int], None] | None = None, apart: Callable[..., Any] | None = None) -> Review:
     """The review of one built design: with its analysis, the busbw curve over message sizes and
     the what-if table (``what_if_samples`` parts of each kind, by default as many as the fabric's
-    size allows; 0 for none). With ``apart`` the what-ifs run in a child process
-    (:func:`topo.outputs.apart.run_apart`), so that Ctrl-C and SIGTERM stop them at once."""
+    size allows; 0 for none). With ``apart``, a runner such as :func:`topo.pipeline.apart.run_apart`,
+    the what-ifs run in a child process, so that Ctrl-C and SIGTERM stop them at once."""
     curve: tuple[dict[str, Any], ...] = ()
     table = None
     if analysis is not None:
@@ -82,9 +82,8 @@ def review(fabric: Fabric, summary: "Summary", cabling: "Cabling", analysis: "An
                 return what_if(fabric, analysis.options, node, samples=what_if_samples, intact=analysis,
                                progress=report)
 
-            if apart:
-                from .apart import run_apart
-                table = run_apart(work, progress, "the what-ifs for the design review")
+            if apart is not None:
+                table = apart(work, progress, "the what-ifs for the design review")
             else:
                 table = work(progress)
     return Review(label or fabric.spec.name, fabric, summary, cabling, analysis, tuple(warnings), server,
@@ -772,7 +771,7 @@ def train_section(train: dict[str, Any], reviews: Sequence[Review]) -> dict[str,
     workload, the step and where its time goes, throughput, MFU and memory, the scaling curve and
     its breakdown as plots when the result has one, and the what-ifs when it has them."""
     from .plots import breakdown_svg, scaling_svg
-    from .train import PARTS
+    from .terminal import PARTS
 
     w, f, m = train["workload"], train["fabric"], train["model"]
     same = any(train.get("spec") == r.fabric.spec.to_dict() for r in reviews)

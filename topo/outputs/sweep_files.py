@@ -1,6 +1,6 @@
 """The files of a sweep folder: ``sweep.csv``, ``sweep.json``, the Pareto plots and ``README.md``.
 
-``sweep.csv`` has one row per design in sweep order (the columns of :attr:`topo.outputs.sweep.Sweep.
+``sweep.csv`` has one row per design in sweep order (the columns of :attr:`topo.outputs.sweep_table.Sweep.
 all_columns`); ``sweep.json`` the same rows with each design's whole spec, the sweep's settings and
 the Pareto fronts; ``pareto-busbw.svg`` and ``pareto-bisection.svg`` plot the cost (with a price
 list) or the network power of every design against its busbw at the largest message size and
@@ -16,7 +16,7 @@ import json
 from typing import Any, Sequence
 
 from .. import __version__
-from .sweep import Sweep, busbw_column, objective, ranked
+from .sweep_table import Sweep, busbw_column, objective, ranked
 
 #: The Pareto views: (file, y column of the rows, axis label).
 PARETO_VIEWS = (("pareto-busbw.svg", None, "busbw at {size} (GB/s)"),

@@ -5,7 +5,7 @@ order given), then in the packaged templates (``topo.templates``: the top-level 
 folder of the source tree). Undefined variables are errors (``StrictUndefined``), and any mistake
 in a template becomes a :class:`TemplateError` that names the template file, the line and what
 went wrong. Renderers use :func:`template_environment` and :func:`render_template`; this module
-knows nothing of the outputs themselves (``topo.outputs.build`` lists them).
+knows nothing of the outputs themselves (``topo.outputs.readme`` lists them).
 
 Every template, packaged or the user's, renders in Jinja2's immutable sandbox
 (:class:`TemplateSandbox`): no attribute that starts with ``_``, no method that changes a list,

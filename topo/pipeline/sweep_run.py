@@ -1,4 +1,4 @@
-"""Design-space sweeps: many candidate fabrics built, costed and analysed, one row each.
+"""Running a sweep's designs: each built, costed and analysed into one row, cached, locally or on Dask.
 
 A sweep is a list of designs: every combination of a *grid* (spec fields and analysis options,
 each with a list of values) and any *explicit cases* (one design each), over a base spec. Each
@@ -13,8 +13,9 @@ Rows are cached by the task's key (a digest of the topo version, the spec, the o
 sweep settings), one JSON file per design, written atomically as each design finishes: a sweep
 run again after an interruption computes only what is missing.
 
-The command is ``topo sweep`` (:mod:`topo.cli`); docs/sweep.md describes the columns, the cache,
-the Pareto view and how to point a sweep at a Dask cluster.
+The sweep's planning (its file, grid and tasks) is :mod:`topo.pipeline.sweep`; the columns and the
+Pareto view are :mod:`topo.outputs.sweep_table`. docs/sweep.md describes the columns, the cache, the
+Pareto view and how to point a sweep at a Dask cluster.
 """
 
 from __future__ import annotations
@@ -29,26 +30,19 @@ import stat
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import __version__
 from ..errors import TopoError
+from ..outputs.sweep_table import TRIAL_COLUMNS, Sweep, busbw_column, param_column
 
 #: Bumped when the meaning of a cached row changes (with the topo version, part of every key).
 CACHE_FORMAT = 2
 #: Most designs one sweep takes, and most Monte Carlo trials a design.
 MAX_DESIGNS = 100_000
 MAX_TRIALS = 10_000
-#: Row columns after the design's own fields, in order. ``busbw_GBps@SIZE`` columns follow
-#: ``diameter_links``, one per message size; the Monte Carlo columns come last.
-DESCRIPTIVE_COLUMNS = ("gpus", "placement", "nic_gbps", "oversubscription", "leaf_model", "spine_model", "core_model")
-RESULT_COLUMNS = ("tiers", "leaves", "spines", "cores", "switches", "links", "cables", "transceivers",
-                  "power_w", "power_w_per_gpu", "cost", "cost_per_gpu", "currency", "bisection_gbps",
-                  "bisection_gbps_per_gpu", "maxflow_gbps", "diameter_links")
-TRIAL_COLUMNS = ("trials", "busbw_median_GBps", "busbw_p5_GBps", "busbw_worst_GBps",
-                 "bisection_median_gbps", "bisection_p5_gbps", "bisection_worst_gbps")
 
 
 class SweepError(TopoError):
@@ -70,55 +64,6 @@ class Task:
     error: str | None = None  #: why the design's spec was refused (no spec then): its row says so
     node: Any = None  #: the NodeModel of its server profile, resolved where the sweep was defined
     fault_key: str = ""  #: what the failure draws depend on: the fabric and the fraction (see trial_seed)
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """A sweep's designs and settings, ready to run."""
-
-    tasks: tuple[Task, ...]
-    columns: tuple[str, ...]  #: the parameter columns (fields and options that a design sets)
-    sizes: tuple[int, ...]
-    fail_random: float
-    trials: int
-    definition: dict[str, Any] = field(default_factory=dict)  #: what was asked, for the JSON file
-
-    @property
-    def size_columns(self) -> tuple[str, ...]:
-        return tuple(busbw_column(s) for s in self.sizes)
-
-    @property
-    def param_columns(self) -> tuple[str, ...]:
-        """The columns of the swept fields: the field's name, or ``asked_NAME`` where a result column
-        has that name (``asked_tiers``: what was asked; ``tiers``: what was built)."""
-        return tuple(param_column(c) for c in self.columns)
-
-    @property
-    def all_columns(self) -> tuple[str, ...]:
-        described = tuple(c for c in DESCRIPTIVE_COLUMNS if c not in self.columns)
-        out = ("design", "key", *self.param_columns, *described, *RESULT_COLUMNS, *self.size_columns)
-        return out + (TRIAL_COLUMNS if self.trials else ()) + ("error",)
-
-
-def param_column(name: str) -> str:
-    """The column of a swept field (``asked_tiers`` where ``tiers`` is a result column).
-
-    >>> param_column("gpus"), param_column("tiers"), param_column("spines")
-    ('gpus', 'asked_tiers', 'asked_spines')
-    """
-    return f"asked_{name}" if name in RESULT_COLUMNS else name
-
-
-def busbw_column(size: int) -> str:
-    """``busbw_GBps@8G``: the busbw column of a message size (binary units, as the CLI writes them).
-
-    >>> busbw_column(8 << 30), busbw_column(1 << 20), busbw_column(3000)
-    ('busbw_GBps@8G', 'busbw_GBps@1M', 'busbw_GBps@3000')
-    """
-    for unit, shift in (("T", 40), ("G", 30), ("M", 20), ("K", 10)):
-        if size >= 1 << shift and size % (1 << shift) == 0:
-            return f"busbw_GBps@{size >> shift}{unit}"
-    return f"busbw_GBps@{size}"
 
 
 def expand(grid: dict[str, Sequence[Any]], cases: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
@@ -206,8 +151,8 @@ def evaluate(task: Task) -> dict[str, Any]:
     from ..analysis.analyze import analyze, analyze_faulted, node_model_of
     from ..analysis.faults import apply_faults
     from ..fabric import build_fabric
-    from .cabling import plan_cabling
-    from .summary import summarize
+    from ..outputs.cabling import plan_cabling
+    from ..outputs.summary import summarize
 
     row: dict[str, Any] = {}
     if task.spec is None:
@@ -675,40 +620,3 @@ def _topo_version() -> str:
 
     return version
 
-
-# --- Pareto ---------------------------------------------------------------------------------------
-
-
-def pareto(rows: Sequence[dict[str, Any]], x: str, y: str) -> list[int]:
-    """Indices of the rows no other row beats: none has an ``x`` at most theirs (cost, power: less
-    is better) and a ``y`` at least theirs (busbw, bisection: more is better), one of them strictly.
-    Rows without both figures are left out; the front is in increasing ``x``.
-
-    >>> pareto([{"c": 1, "b": 1}, {"c": 2, "b": 3}, {"c": 3, "b": 2}, {"c": 2, "b": 3}], "c", "b")
-    [0, 1, 3]
-    """
-    points = [(float(r[x]), -float(r[y]), i) for i, r in enumerate(rows)
-              if r.get(x) is not None and r.get(y) is not None and not r.get("error")]
-    points.sort()
-    front, best = [], -math.inf
-    for px, ny, i in points:
-        py = -ny
-        if py > best:
-            front.append(i)
-            best = py
-        elif py == best and front and float(rows[front[-1]][x]) == px:
-            front.append(i)  # the same point twice: both are on the front
-    return front
-
-
-def objective(rows: Sequence[dict[str, Any]]) -> str:
-    """The cost axis of a Pareto view, per GPU so that designs of different sizes compare:
-    ``cost_per_gpu`` when every built design has a cost (a price list), else ``power_w_per_gpu``."""
-    built = [r for r in rows if not r.get("error")]
-    return "cost_per_gpu" if built and all(r.get("cost") is not None for r in built) else "power_w_per_gpu"
-
-
-def ranked(rows: Sequence[dict[str, Any]], x: str, y: str) -> list[dict[str, Any]]:
-    """The Pareto front of ``y`` against ``x``, cheapest first."""
-    return [{"rank": rank, "design": rows[i]["design"], x: rows[i][x], y: rows[i][y]}
-            for rank, i in enumerate(pareto(rows, x, y), 1)]

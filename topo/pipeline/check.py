@@ -1,17 +1,17 @@
-"""Checking a build folder against the fabric it describes: ``topo check DIR`` and ``topo analyze DIR``.
+"""``topo check DIR``: a build folder checked whole against the fabric it describes.
 
 A build folder says what it holds in its stamp (``topo-build.json``: every file and its SHA-256).
-:func:`design_problems` is the quick check ``topo analyze DIR`` makes before it trusts a folder:
-``spec.yaml`` and ``design.json`` are as topo wrote them, and ``design.json`` is the fabric that
-``spec.yaml`` builds. :func:`check_folder` is the whole check for a user's CI: every file is as
-the stamp lists it and nothing else is there; the fabric rebuilt from ``spec.yaml`` renders every
-file to the same bytes; and the switch configs on disk agree end to end with the cabling (every
-switch-to-switch link has a BGP session on both ends, each naming the other's ASN and address).
+:func:`check_folder` is the whole check for a user's CI: every file is as the stamp lists it and
+nothing else is there; the fabric rebuilt from ``spec.yaml`` renders every file to the same bytes;
+and the switch configs on disk agree end to end with the cabling (every switch-to-switch link has a
+BGP session on both ends, each naming the other's ASN and address). :func:`check` is the command's
+run: the folder's spec loaded and built, analysed when the folder holds an analysis, and checked.
+(The quick check ``topo analyze DIR`` makes, :func:`~topo.pipeline.design.design_problems`, is part
+of loading a design folder.)
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -22,28 +22,13 @@ from typing import Any, Callable, Iterable
 
 from ..fabric import Fabric, is_ethernet, switch_port_names
 from ..inputs import MAX_SPEC_BYTES
-from .design import design_json, spec_and_inputs
-from .manifest import MANIFEST, NotABuild, digest, foreign_entries, read_manifest
+from ..outputs.manifest import MANIFEST, NotABuild, digest, foreign_entries, read_manifest
+from .design import file_digest, folder_spec, spec_from
+from .progress import SILENT, Progress
+
 
 #: Most problems of one kind listed by name (the rest are counted).
 SHOWN = 10
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file, read in blocks."""
-    sha = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
-
-
-def _version(path: Path) -> str | None:
-    """The topo version a design.json names (its first lines)."""
-    with open(path, "rb") as f:
-        head = f.read(4096).decode("utf-8", errors="replace")
-    match = re.search(r'"topo_version": "([^"\\]{1,40})"', head)
-    return match.group(1) if match else None
 
 
 def _regular(path: str) -> bool:
@@ -52,35 +37,6 @@ def _regular(path: str) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except (OSError, ValueError):  # absent, a name too long, a NUL in it
         return False
-
-
-def design_problems(folder: Path, fabric: Fabric) -> list[str]:
-    """Why ``folder``'s spec.yaml and design.json do not describe ``fabric`` (empty: they do).
-
-    ``fabric`` is the one built from the folder's own ``spec.yaml``.
-    """
-    folder = Path(folder)
-    try:
-        listed: dict[str, str] | None = read_manifest(folder)
-    except NotABuild:
-        listed = None  # a folder of an earlier topo: design.json is still compared below
-    problems = []
-    for name in ("spec.yaml", "design.json"):
-        path = folder / name
-        if not path.is_file():
-            problems.append(f"{path} is missing")
-        elif listed is not None and name in listed and file_digest(path) != listed[name]:
-            problems.append(f"{path} was changed after topo wrote it (its SHA-256 is not the one {MANIFEST} "
-                            f"lists)")
-    if problems:
-        return problems
-    path = folder / "design.json"
-    spec, _ = spec_and_inputs(fabric, folder)
-    expected = design_json(fabric, spec, _version(path) or "")
-    if digest(expected) != file_digest(path):
-        problems.append(f"{path} does not describe the fabric that {folder / 'spec.yaml'} builds (edited, or "
-                        f"written by another topo)")
-    return problems
 
 
 @dataclass
@@ -169,6 +125,49 @@ def check_folder(folder: Path, fabric: Fabric, render: Callable[[], Iterable[tup
             if problems:
                 report.problems.append(_listing("BGP sessions that do not match the cabling", problems, "; "))
     return report
+
+
+def check(design: Path, templates: tuple[Path, ...] = (), jobs: int | None = None,
+          progress: Progress = SILENT) -> tuple[FolderCheck, Path]:
+    """``topo check DESIGN``: the folder's spec loaded and its fabric built, analysed when the
+    folder holds ``analysis.json``, and the folder checked whole (:func:`check_folder`) against the
+    files it renders with ``templates`` on ``jobs`` processes. Returns the check and the spec file."""
+    from ..addressing import check_addressing
+    from ..analysis.analyze import analyze
+    from ..fabric import build_fabric
+    from ..outputs.cabling import plan_cabling
+    from ..outputs.summary import summarize
+    from ..servers import resolve_server
+    from ..sizing import plan_fabric
+    from .build import build_files
+
+    spec_file = folder_spec(design)
+    spec = spec_from(spec_file, {}, progress)
+    check_addressing(spec, plan_fabric(spec))
+    with progress.stage(f"building {spec.gpus:,} GPUs"):
+        fabric = build_fabric(spec)
+    try:
+        listed = read_manifest(design)
+    except NotABuild:
+        listed = {}
+    analysis = None
+    if "analysis.json" in listed:
+        with progress.stage("analysing"):
+            analysis = analyze(fabric, node=resolve_server(spec, design).node_model())
+    configs = any(path.startswith("switches/") for path in listed)
+    switches = len(fabric.names) - fabric.plan.nodes
+
+    cabling = plan_cabling(fabric)  # once, for the summary and the files
+
+    def render() -> Iterable[tuple[str, str]]:
+        return build_files(
+            fabric, summarize(fabric, cabling), analysis, templates, configs, design, cabling,
+            progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
+            workers=jobs or os.cpu_count() or 1)
+
+    with progress.stage(f"checking {design}/"):
+        report = check_folder(design, fabric, render)
+    return report, spec_file
 
 
 # --- BGP end to end ----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, TypeVar
 
 from ..errors import TopoError
-from .configs import _end_with_parent
+from ..outputs.configs import _end_with_parent
 
 T = TypeVar("T")
 

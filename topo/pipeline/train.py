@@ -3,28 +3,29 @@
 The step model is :func:`topo.outputs.training.train_step`; this module runs it on the fabric of
 a spec, on the same spec at other GPU counts (the scaling curve), and on the variants of the
 fabric that a design review asks about (rail or rack placement, 1:1 or 3:1, ECMP or adaptive
-routing, a failed spine), and prints or returns the results (docs/train.md).
+routing, a failed spine), and returns the result (docs/train.md). :func:`train` is the command's
+run: the workload assembled from its file and fields, the design loaded
+(:mod:`topo.pipeline.design`), the work estimated before anything is built, and the result kept in
+a file when asked. The terminal's table of a result is :func:`topo.outputs.terminal.train_table`.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..analysis.analyze import AnalysisOptions
-from .training import Step, train_step
-from ..errors import TopoError, quote
+from ..outputs.terminal import PARTS
+from ..outputs.training import Step, train_step
+from ..errors import AnalysisError, TopoError, UsageError, key_name, quote
 from ..fabric import Fabric, build_fabric, is_ethernet
 from ..servers import NodeModel
 from ..spec import FabricSpec, format_ratio, load_spec
 from ..workload import Workload
-
-#: The breakdown's parts, in the order a step spends them, and their labels.
-PARTS = (("compute_s", "compute"), ("recompute_s", "recompute"), ("pipeline_bubble_s", "pipeline bubble"),
-         ("pipeline_send_s", "pipeline sends"), ("tensor_parallel_s", "tensor parallel"),
-         ("context_parallel_s", "context parallel"), ("expert_parallel_s", "expert all-to-all"),
-         ("data_parallel_s", "data parallel (exposed)"), ("optimizer_s", "optimizer"))
-
+from .design import build_inputs, check_unchanged, design_spec_file, server_base, spec_from
+from .progress import SILENT, Progress
 
 def fabric_line(fabric: Fabric) -> dict[str, Any]:
     """The facts of the fabric a training result names."""
@@ -223,104 +224,148 @@ def result_problems(data: Any) -> list[str]:
     return out
 
 
-def _seconds(value: float) -> str:
-    return f"{value * 1e3:,.1f} ms" if value < 1 else f"{value:,.3f} s"
+# --- the command's run ------------------------------------------------------------------------------
 
 
-def table(data: dict[str, Any]) -> str:
-    """The result for people: the workload, the step and its breakdown, throughput, memory."""
-    w, f = data["workload"], data["fabric"]
-    model = data["model"]
-    size = model["params"] / 1e9
-    lines = [
-        f"workload: {model['name']} ({size:,.1f} B parameters"
-        + (f", {model['active_params'] / 1e9:,.1f} B active" if model.get("experts") else "") + f"), "
-        f"{w['precision']} on {data['gpus']:,} {data['gpu']} ({f['gpus'] // f['gpus_per_node']:,} servers x "
-        f"{f['gpus_per_node']}, {f['nics_per_node']} x {f['nic_gbps']}G, {f['tiers']} tiers, {f['placement']}, "
-        f"{f['oversubscription']})",
-        f"parallelism: tp {w['tp']}, pp {w['pp']}" + (f" (vpp {w['vpp']})" if w["vpp"] > 1 else "")
-        + f", cp {w['cp']}, ep {w['ep']}, dp {w['dp']}; global batch {w['global_batch']:,} x {w['seq_len']:,} "
-          f"tokens, micro-batch {w['micro_batch']} ({w['microbatches']:,} per pipeline); zero {w['zero']}, "
-          f"recompute {w['recompute']}, overlap {','.join(w['overlap']) or 'none'}",
-        "",
-        f"step time {_seconds(data['step_time_s'])}:",
-    ]
-    total = data["step_time_s"]
-    rows = [[label, _seconds(data["breakdown"][key]), f"{100 * data['breakdown'][key] / total:.1f}%"]
-            for key, label in PARTS if data["breakdown"][key] > 0]
-    width = max(len(r[0]) for r in rows)
-    for label, value, share in rows:
-        lines.append(f"  {label:<{width}}  {value:>12}  {share:>6}")
-    lines += [
-        "",
-        f"throughput: {data['tokens_per_s_per_gpu']:,.1f} tokens/s per GPU, {data['model_tflops_per_gpu']:,.1f} "
-        f"model TFLOP/s per GPU ({data['hardware_tflops_per_gpu']:,.1f} with recomputation), MFU "
-        f"{100 * data['mfu']:.1f}% of {data['peak_tflops']:,.0f} TFLOP/s {w['precision']}",
-        f"scaling efficiency: {100 * data['scaling_efficiency']:.1f}% of linear speed-up from one replica "
-        f"({w['tp'] * w['pp'] * w['cp']} GPUs)",
-    ]
-    mem = data["memory"]
-    lines.append(f"memory per GPU: {mem['total_GB']:,.1f} GB of {mem['hbm_GB']:,.0f} GB (weights and optimizer "
-                 f"{mem['weights_and_optimizer_GB']:,.1f}, activations {mem['activations_GB']:,.1f}"
-                 + (f", logits {mem['logits_GB']:,.1f}" if mem["logits_GB"] else "") + "): "
-                 + ("fits" if mem["fits"] else f"DOES NOT FIT (usable {mem['usable_GB']:,.1f} GB)"))
-    coll = [c for c in data["collectives"]]
-    if coll:
-        lines += ["", "collectives (one call; all groups of a kind at once):"]
-        head = ["kind", "group", "groups", "spans", "message", "algorithm", "busbw GB/s", "time", "per step"]
-        body = [[c["kind"], c["group"], f"{c['groups']:,}",
-                 "NVLink" if c["domains"] <= 1 else f"{c['domains']} domains" if data["nvlink_domain_gpus"] >
-                 f["gpus_per_node"] else f"{c['domains']} servers",
-                 _bytes(c["message_bytes"]), c["algorithm"],
-                 "" if c["busbw_GBps"] is None else f"{c['busbw_GBps']:,.1f}", _seconds(c["time_s"]),
-                 f"{c['calls_per_step']:,.0f}"] for c in coll]
-        lines += _grid(head, body)
-    for note in data.get("notes", []):
-        lines.append(f"note: {note}")
-    if data.get("scaling"):
-        lines += ["", "scaling (" + ("weak: the global batch grows with the GPUs" if
-                                     data.get("scaling_mode") == "weak" else "strong: the same global batch") + "):"]
-        head = ["GPUs", "dp", "batch", "micro", "step", "tokens/s/GPU", "TFLOP/s/GPU", "MFU", "speed-up",
-                "of linear", "efficiency"]
-        body, errors = [], []
-        for p in data["scaling"]:
-            if "error" in p:
-                body.append([f"{p['gpus']:,}", "", f"{p['global_batch']:,}", str(p["micro_batch"]), "not run",
-                             "", "", "", "", "", ""])
-                errors.append(f"  {p['gpus']:,} GPUs: {p['error']}")
-                continue
-            body.append([f"{p['gpus']:,}", f"{p['dp']:,}", f"{p['global_batch']:,}", str(p["micro_batch"]),
-                         _seconds(p["step_time_s"]), f"{p['tokens_per_s_per_gpu']:,.1f}",
-                         f"{p['model_tflops_per_gpu']:,.1f}", f"{100 * p['mfu']:.1f}%", f"{p['speedup']:.2f}x",
-                         f"{100 * p['of_linear']:.1f}%",
-                         f"{100 * p['scaling_efficiency']:.1f}%" + ("" if p["fits"] else " (memory)")])
-        lines += _grid(head, body) + errors
-    if data.get("what_if"):
-        lines += ["", "what if (the same workload):"]
-        body = []
-        for row in data["what_if"]:
-            if "error" in row:
-                body.append([row["what_if"], "", "", row["error"]])
-            else:
-                body.append([row["what_if"], _seconds(row["step_time_s"]), f"{row['change_pct']:+.1f}%",
-                             f"{row['tokens_per_s_per_gpu']:,.1f}"])
-        lines += _grid(["fabric", "step", "change", "tokens/s/GPU"], body)
-    return "\n".join(lines)
+def train(design: Path | None = None, spec_file: Path | None = None, fields: dict[str, Any] | None = None,
+          options: AnalysisOptions | None = None, workload: dict[str, Any] | None = None,
+          workload_file: Path | None = None, scale: str | None = None, weak: bool = False, what_if: bool = False,
+          output: Path | None = None, force: bool = False, progress: Progress = SILENT) -> dict[str, Any]:
+    """``topo train``: the step of the workload (``workload_file`` with the ``workload`` fields over
+    it) on the fabric of a DESIGN folder or a spec file with ``fields`` over it, priced under
+    ``options``; with ``scale`` (``"N1,N2,..."``) the scaling curve (``weak``: the global batch grows
+    with the GPUs), with ``what_if`` the fabric what-ifs. The result (:func:`result`) is returned,
+    and also written as JSON to ``output`` (``force`` replaces it)."""
+    from ..addressing import check_addressing
+    from ..outputs.writer import check_output_file, write_output_file
+    from ..servers import resolve_server
+    from ..sizing import plan_fabric
+
+    fields = dict(fields or {})
+    options = options if options is not None else AnalysisOptions()
+    job = _workload_and_options(options, workload_file, dict(workload or {}))
+    if output is not None:
+        check_output_file(output, force)  # at once: it exists, or is a folder
+    counts = gpu_counts(scale) if scale is not None else None
+    if weak and not counts:
+        raise UsageError("--weak goes with --scale")
+    spec_file = design_spec_file(design, spec_file)
+    overridden = any(value is not None for value in fields.values())
+    spec = spec_from(spec_file, fields, progress)
+    check_addressing(spec, plan_fabric(spec))
+    inputs = _inputs(spec, spec_file, design, workload_file, options, fields)
+    if output is not None:  # before any work: never one of the files this reads
+        check_output_file(output, force, inputs)
+    server = resolve_server(spec, server_base(spec_file, fields)).node_model()
+    _check_work(spec, options, server, 1 + (len(counts) if counts else 0) + (4 if what_if else 0))
+    with progress.stage(f"building {spec.gpus:,} GPUs"):
+        fabric = build_fabric(spec)
+    if design is not None and not overridden:
+        check_unchanged(design, fabric, spec_file)
+    data = _priced(spec, fabric, job, options, server, counts, weak, what_if, progress)
+    if output is not None:
+        write_output_file(output, (json.dumps(data, indent=2) + "\n").encode("utf-8"), force, inputs)
+    return data
 
 
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{int(n)} B"
+def _workload_and_options(options: AnalysisOptions, path: Path | None, values: dict[str, Any]) -> Workload:
+    """The workload, with every bad option and workload field refused at once."""
+    problems: list[str] = []
+    try:
+        options.check()
+    except TopoError as exc:
+        problems += exc.lines
+    try:
+        job = workload_of(path, values)
+    except TopoError as exc:
+        problems += exc.lines
+    if problems:
+        raise AnalysisError(problems)
+    return job
 
 
-def _grid(head: list[str], body: list[list[Any]]) -> list[str]:
-    cells = [head, *[[str(c) for c in row] for row in body]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
-    out = ["  " + "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip(),
-           "  " + "  ".join("-" * w for w in widths)]
-    for row in cells[1:]:
-        out.append("  " + "  ".join(c.rjust(w) if i else c.ljust(w)
-                                    for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
-    return out
+def _inputs(spec: FabricSpec, spec_file: Path | None, design: Path | None, workload_file: Path | None,
+            options: AnalysisOptions, fields: dict[str, Any]) -> list[Any]:
+    """Every file a training run reads: its output file may be none of them."""
+    return [design, workload_file, options.nccl_constants,
+            *build_inputs(spec, spec_file, server_base(spec_file, fields), fields, ())]
+
+
+def _check_work(spec: FabricSpec, options: AnalysisOptions, server: NodeModel, steps: int) -> None:
+    """Memory and time before anything is built: each step prices its collectives one after the
+    other, each at most an analysis of the whole job; the curve and what-ifs are more steps."""
+    from ..analysis.analyze import MAX_DRAWS, check_analysis_work
+    from ..sizing import plan_fabric
+
+    work = check_analysis_work(spec, plan_fabric(spec), options, server, what="pricing a step", job_flag=False)
+    if work.draws * steps > MAX_DRAWS:
+        raise AnalysisError([f"pricing {steps} steps (--scale, --what-if) routes up to {work.queue_pairs:,} "
+                             f"queue pairs {work.samples} times each, {work.draws * steps:,} queue-pair draws, "
+                             f"which would take hours (more than {MAX_DRAWS:,}): lower --hash-samples, --qps, "
+                             f"--channels or the --scale points"])
+
+
+def _priced(spec: FabricSpec, fabric: Fabric, workload: Workload, options: AnalysisOptions, server: NodeModel,
+            counts: list[int] | None, weak: bool, what_if: bool, progress: Progress) -> dict[str, Any]:
+    """The step, and the curve and what-ifs asked for, as :func:`result` gives them."""
+    with progress.stage(f"pricing a step of {workload.model.name}"):
+        step = run(spec, workload, options, server, fabric)
+    if not step.memory["fits"]:  # a warning, shown with -q too
+        m = step.memory
+        progress.warn(f"topo: warning: {m['total_GB']:,.1f} GB per GPU does not fit the {workload.gpu.name}'s "
+                      f"{m['hbm_GB']:,.0f} GB (usable {m['usable_GB']:,.1f}): more tp, pp or cp, --zero, "
+                      f"--recompute full or a smaller --micro-batch")
+    points = variants = None
+    if counts:
+        with progress.stage(f"scaling curve, {len(counts)} points"):
+            points = curve(spec, workload, options, counts, weak, server, progress.counter("points", len(counts)))
+    if what_if:
+        with progress.stage("what-ifs"):
+            variants = what_ifs(spec, workload, options, step, server, progress.counter("what-ifs", 4), fabric)
+    return result(fabric, step, points, variants, weak=weak)
+
+
+def workload_of(path: Path | None, values: dict[str, Any]) -> Workload:
+    """The workload of the YAML file ``path`` (None: none) with ``values`` (the flags; None for a
+    field not given) over it; every mistake as one line naming the file or flag."""
+    from ..inputs import InputFileError, read_text, shown_path
+    from ..spec import parse_yaml
+    from ..workload import WORKLOAD_KEYS, workload_from
+
+    fields: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    if path is not None:
+        try:  # a regular file of at most 1 MiB: never a FIFO that blocks or /dev/zero
+            data = parse_yaml(read_text(path), f"--workload {shown_path(path)}")
+        except InputFileError as exc:
+            raise AnalysisError([f"--workload {exc}"]) from None
+        except TopoError as exc:
+            raise AnalysisError(exc.lines) from None
+        if not isinstance(data, dict):
+            raise AnalysisError([f"--workload {shown_path(path)}: expected a mapping of workload fields"])
+        unknown = sorted(str(k) for k in data if k not in WORKLOAD_KEYS)
+        if unknown:
+            raise AnalysisError([f"--workload {shown_path(path)}: {key_name(key).strip(chr(39))}: not a workload field; "
+                                 f"known: {', '.join(WORKLOAD_KEYS)}" for key in unknown[:10]])
+        fields.update(data)
+        origin = {key: f"--workload {shown_path(path)}: " for key in data}
+    for key, value in values.items():
+        if value is not None:
+            fields[key] = value
+            origin.pop(key, None)
+    return workload_from(fields, origin)
+
+
+def gpu_counts(text: str) -> list[int]:
+    """The GPU counts of ``--scale N1,N2,...`` (1k is 1,024), one to 64 of them."""
+    from ..spec import _gpus
+
+    counts = []
+    for item in text.split(","):
+        try:
+            counts.append(_gpus(item.strip()))
+        except ValueError as exc:
+            raise AnalysisError([f"--scale {text}: {exc}"]) from None
+    if not 1 <= len(counts) <= 64:
+        raise AnalysisError([f"--scale {text}: give 1 to 64 GPU counts, comma-separated"])
+    return counts
