@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..analysis.analyze import AnalysisOptions
-from .training import Step, train_step
+from ..analysis.training import Step, train_step
 from ..errors import TopoError, quote
 from ..fabric import Fabric, build_fabric, is_ethernet
 from ..servers import NodeModel
