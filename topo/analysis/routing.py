@@ -516,6 +516,23 @@ def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes, turn=None):
     return l_src, l_dst, a, d_leaf[rows, d_m], dist
 
 
+def _ends(fabric, tables, ud, live, src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy, bond_turn):
+    """Every sub-flow's NIC links at both ends, their leaves (from the first leaf) and the up-down
+    distance between them (UNREACHABLE when either NIC link is down). With dual-ToR, the bond
+    picks one link of each NIC by the sub-flow's hash (or ``bond_turn``)."""
+    if fabric.plan.homes == 2:
+        member_hash = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy)
+        l_src, l_dst, a, b, dist = _dual_homed_ends(fabric, tables, ud, live, src, dst, member_hash, bond_turn)
+    else:
+        leaf0 = fabric.first(1)
+        l_src, l_dst = tables.nic_link[src], tables.nic_link[dst]
+        a = fabric.links.hi[l_src].astype(np.int64) - leaf0
+        b = fabric.links.hi[l_dst].astype(np.int64) - leaf0
+        dist = ud.leaf_distance(a, b)
+    dist[~(live[l_src] & live[l_dst])] = UNREACHABLE
+    return l_src, l_dst, a, b, dist
+
+
 def route(
     fabric: Fabric,
     src_nic: np.ndarray,
@@ -580,21 +597,13 @@ def route(
     links = fabric.links
     live = faults.live
     tables = tables if tables is not None else port_tables(fabric)
-    leaf0 = fabric.first(1)
 
     dst_flow = np.asarray(dst_nic, dtype=np.int64).ravel()
     src = np.repeat(np.asarray(src_nic, dtype=np.int64).ravel(), qps)
     dst = np.repeat(dst_flow, qps)
     n = src.size
-    if fabric.plan.homes == 2:
-        member_hash = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy)
-        l_src, l_dst, a, b, dist = _dual_homed_ends(fabric, tables, ud, live, src, dst, member_hash, bond_turn)
-    else:
-        l_src, l_dst = tables.nic_link[src], tables.nic_link[dst]
-        a = links.hi[l_src].astype(np.int64) - leaf0
-        b = links.hi[l_dst].astype(np.int64) - leaf0
-        dist = ud.leaf_distance(a, b)
-    dist[~(live[l_src] & live[l_dst])] = UNREACHABLE
+    l_src, l_dst, a, b, dist = _ends(fabric, tables, ud, live, src, dst, dst_flow, qps, hash_field, hash_seed,
+                                     polarized, entropy, bond_turn)
 
     out = np.full((n, MAX_LINKS), -1, dtype=np.int64)
     out[:, 0] = 2 * l_src
