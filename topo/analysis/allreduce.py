@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import AnalysisError
 from ..fabric import Fabric, is_ethernet, rank_within
 from ..servers import NodeModel
+from .choices import DEFAULT_HASH_SAMPLES, HASH_BUDGET, MIN_AUTO_SAMPLES
 from .collective import (ALGO_INDEX, Connections, channel_layout, connections, graphs, job_nodes, node_model_of,
                          ring_stages, tree_stages, usable_pcie_gbps)
 from .congestion import Rates, solve_rates
@@ -29,7 +30,6 @@ from .options import AnalysisOptions
 from .routing import PortTables, Routes, _dst_ranks, flow_entropy, port_tables, route
 from .tuner import (COLLNET_CHAIN, COLLNET_DIRECT, DEFAULT_CONSTANTS, NCCL_VERSION, NVLS, NVLS_TREE, PROTOCOLS, RING,
                     SIMPLE, TREE, Comm, bus_bandwidth, load_constants, tune)
-from .choices import DEFAULT_HASH_SAMPLES, HASH_BUDGET, MIN_AUTO_SAMPLES
 from .updown import updown
 
 UTILISATION_BINS = 10

@@ -26,7 +26,7 @@ from .collective import MAX_CHANNELS, node_model_of, usable_pcie_gbps
 from .ecmp import EcmpWidth, ecmp_width
 from .faults import Faults, apply_faults, no_faults, plane_names
 from .hops import HopCounts, hop_counts
-from .options import MAX_SIZE_BYTES, AnalysisOptions  # noqa: F401  (their home is options)
+from .options import AnalysisOptions
 from .pricing import Network, price
 
 if TYPE_CHECKING:  # pragma: no cover

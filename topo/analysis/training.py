@@ -14,7 +14,6 @@ through the one door, :func:`topo.analysis.pricing.price`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
