@@ -751,6 +751,20 @@ def _bounded_cut(relaxed: _Cut | None, leaf_pod: np.ndarray, leaf_unit: np.ndarr
     return min((_descend(pod_a, leaf_pod, leaf_unit, sizes, costs, half) for pod_a in tries), key=lambda c: c[0])
 
 
+def _uplink_gbps(fabric: Fabric) -> tuple[int, int]:
+    """The uplink capacity of a leaf, and of a pod (0 below three tiers): the most of any."""
+    plan, links = fabric.plan, fabric.links
+    up = links.kind == 1
+    leaf_up = np.bincount(links.lo[up] - fabric.first(1), weights=links.gbps[up], minlength=plan.leaves)
+    leaf_gbps = int(leaf_up.max()) if leaf_up.size else 0
+    pod_gbps = 0
+    if plan.tiers == 3:
+        sc = links.kind == 2
+        pod_up = np.bincount(fabric.pod[links.lo[sc]], weights=links.gbps[sc], minlength=plan.pods)
+        pod_gbps = int(pod_up.max())
+    return leaf_gbps, pod_gbps
+
+
 def least_cut(fabric: Fabric) -> LeastCut:
     """The analytic bisection of the intact fabric and a split that realises it.
 
@@ -783,14 +797,7 @@ def least_cut(fabric: Fabric) -> LeastCut:
     ell = (per_endpoint if plan.placement == "rail" else 1) * plan.homes
     leaf0, lpp = fabric.first(1), plan.leaves_per_pod
 
-    up = links.kind == 1
-    leaf_up = np.bincount(links.lo[up] - leaf0, weights=links.gbps[up], minlength=plan.leaves)
-    leaf_gbps = int(leaf_up.max()) if leaf_up.size else 0
-    pod_gbps = 0
-    if plan.tiers == 3:
-        sc = links.kind == 2
-        pod_up = np.bincount(fabric.pod[links.lo[sc]], weights=links.gbps[sc], minlength=plan.pods)
-        pod_gbps = int(pod_up.max())
+    leaf_gbps, pod_gbps = _uplink_gbps(fabric)
     endpoint_gbps = per_endpoint * spec.nic_port_gbps
 
     units = plan.leaves // ell

@@ -533,6 +533,16 @@ def _ends(fabric, tables, ud, live, src, dst, dst_flow, qps, hash_field, hash_se
     return l_src, l_dst, a, b, dist
 
 
+def _close_paths(out: np.ndarray, dist: np.ndarray, l_src: np.ndarray, l_dst: np.ndarray) -> None:
+    """Each reachable sub-flow's path ends on its destination NIC link (down); an unreachable one
+    keeps only its source NIC link (up)."""
+    n = out.shape[0]
+    last = np.where(dist >= 0, (dist.astype(np.int64) + 1), 0)
+    out[np.arange(n), last] = np.where(dist >= 0, 2 * l_dst + 1, out[np.arange(n), last])
+    out[dist < 0] = -1
+    out[dist < 0, 0] = 2 * l_src[dist < 0]
+
+
 def route(
     fabric: Fabric,
     src_nic: np.ndarray,
@@ -621,10 +631,7 @@ def route(
     else:
         capacity, pools = _adaptive(fabric, out, dist, a, b, tables, live, capacity, ud)
 
-    last = np.where(dist >= 0, (dist.astype(np.int64) + 1), 0)
-    out[np.arange(n), last] = np.where(dist >= 0, 2 * l_dst + 1, out[np.arange(n), last])
-    out[dist < 0] = -1
-    out[dist < 0, 0] = 2 * l_src[dist < 0]
+    _close_paths(out, dist, l_src, l_dst)
     ecmp = mode == "ecmp"
     return Routes(resources=out, links=hops, capacity_gbps=capacity, mode=mode, qps=qps,
                   pool_names=tuple(pools), link_count=len(links),
