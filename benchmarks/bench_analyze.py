@@ -102,8 +102,12 @@ TARGET_BYTES = 2e9  # 2 GB
 TARGET_SPEEDUP = 4.0
 TARGET_CORES = 2
 
-#: Parts of the analysis, timed by wrapping these names of topo.analysis.analyze.
+#: Parts of the analysis, timed by wrapping these names in the module that calls them: the analyses
+#: in topo.analysis.analyze, the all-reduce model in the door (topo.analysis.pricing), routing and
+#: rating in the model (topo.analysis.allreduce).
 PARTS = ("hop_counts", "bisection", "ecmp_width", "allreduce", "route", "solve_rates")
+PART_MODULES = {"hop_counts": "analyze", "bisection": "analyze", "ecmp_width": "analyze",
+                "allreduce": "pricing", "route": "allreduce", "solve_rates": "allreduce"}
 
 
 # --- the children: one case, one run ----------------------------------------------------------
@@ -129,16 +133,19 @@ def _reset_peak() -> bool:
     return now is not None and _maxrss_kib() <= now + 4096
 
 
-def _instrument(module) -> dict[str, float]:
-    """Wrap the functions of ``module`` named in PARTS with timers; returns the seconds per name."""
+def _instrument() -> dict[str, float]:
+    """Wrap the functions named in PARTS, where PART_MODULES calls them, with timers; returns the
+    seconds per name."""
     import functools
+    import importlib
     import time
 
     spent: dict[str, float] = {}
     for name in PARTS:
+        module = importlib.import_module(f"topo.analysis.{PART_MODULES[name]}")
         func = getattr(module, name, None)
         if func is None:
-            print(f"bench: topo.analyze has no {name}; that part is not timed", file=sys.stderr)
+            print(f"bench: {module.__name__} has no {name}; that part is not timed", file=sys.stderr)
             continue
         spent[name] = 0.0
 
@@ -158,7 +165,6 @@ def child_analyze(gpus: int, radix: int, extra: dict) -> None:
     sys.path.insert(0, str(ROOT))  # measure this source tree
     import time
 
-    import topo.analysis.analyze
     from topo.analysis.analyze import AnalysisOptions, analyze
     from topo.fabric import build_fabric
     from topo.spec import load_spec
@@ -174,7 +180,7 @@ def child_analyze(gpus: int, radix: int, extra: dict) -> None:
     build_peak = _maxrss_kib()
     rss_before = _rss_kib()
     reset = rss_before is not None and _reset_peak()
-    spent = _instrument(topo.analysis.analyze)
+    spent = _instrument()
     options = AnalysisOptions(sizes=(GIB,), **extra)
     analysis_start = time.perf_counter()
     result = analyze(fabric, options)

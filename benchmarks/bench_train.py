@@ -59,7 +59,7 @@ def child(kind: str, name: str) -> None:
     sys.path.insert(0, str(ROOT))
     from topo import build_fabric, load_spec
     from topo.analysis.analyze import AnalysisOptions
-    from topo.outputs.training import train_step
+    from topo.analysis.training import train_step
     from topo.pipeline.train import curve
     from topo.workload import workload_from
 

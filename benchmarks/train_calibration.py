@@ -33,7 +33,7 @@ from bench_build import replace_section  # noqa: E402
 from calibration import read_rows  # noqa: E402  (the same reader as the all-reduce table's)
 from topo import build_fabric, load_spec  # noqa: E402
 from topo.analysis.analyze import AnalysisOptions  # noqa: E402
-from topo.outputs.training import Step, train_step  # noqa: E402
+from topo.analysis.training import Step, train_step  # noqa: E402
 from topo.workload import Model, Workload, resolve_gpu  # noqa: E402
 
 DEFAULT_CSV = ROOT.parent / "shared" / "reference" / "training-calibration.csv"

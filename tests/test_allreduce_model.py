@@ -250,3 +250,61 @@ def test_stage_limits_of_a_ring_and_a_tree_by_hand():
     tree = tree_stages(layout, n, 11.75)
     assert tree.network == pytest.approx(16 * 11.75) and tree.nvlink == pytest.approx(450 * 20.6 / 25 / 2)
     assert math.isinf(ring_stages(channel_layout(n, 1, 376.0), n, 0.0).network)
+
+
+# ---- the one door: every collective priced through topo.analysis.pricing.price ------------------------
+
+def test_the_door_prices_the_jobs_all_reduce_as_analyze_does():
+    from topo.analysis.pricing import Network, price
+
+    fabric = build_fabric(load_spec({"gpus": 256}))
+    options = AnalysisOptions(sizes=(1 << 20, 1 << 30))
+    priced = price(Network(fabric, options), "all-reduce", options.sizes, detail=True)
+    assert priced.allreduce.to_rows() == analyze(fabric, options).allreduce.to_rows()
+    assert [t.time_s for t in priced.rows] == [r["time_s"] for r in priced.allreduce.rows]
+
+
+def test_an_all_gather_or_a_reduce_scatter_is_half_an_all_reduce_at_the_same_busbw():
+    from topo.analysis.pricing import Network, price
+
+    fabric = build_fabric(load_spec({"gpus": 256}))
+    net = Network(fabric, AnalysisOptions(hash_samples=2))
+    groups = np.arange(256).reshape(8, 32).T  # 32 same-rank groups of 8 servers
+    size = float(1 << 28)
+    ar, ag, rs = price(net, ("all-reduce", "all-gather", "reduce-scatter"), (size, size, size), groups).rows
+    assert ag.time_s == rs.time_s == ar.time_s / 2
+    assert ag.bandwidth_GBps == rs.bandwidth_GBps == ar.bandwidth_GBps
+    alone = price(net, "all-reduce", (size,), groups).rows[0]
+    assert alone == ar  # one routing for the three, the same figures as alone at one size
+
+
+def test_send_receive_and_all_to_all_over_nvlink_and_across_servers():
+    from topo.analysis.collective import nvlink_usable
+    from topo.analysis.pricing import Network, price
+
+    fabric = build_fabric(load_spec({"gpus": 256}))
+    net = Network(fabric, AnalysisOptions(hash_samples=2))
+    size = float(1 << 26)
+    inside = price(net, "send-receive", (size,), np.array([[0, 1], [2, 3]])).rows[0]
+    assert inside.bandwidth_GBps == nvlink_usable(net.node) and inside.algorithm == "p2p"
+    across = price(net, "send-receive", (size,), np.array([[0, 8], [1, 9]]))
+    assert across.slowest_gbps is not None and across.rows[0].time_s > inside.time_s
+    assert across.rows[0].time_s >= size / (across.rows[0].bandwidth_GBps * 1e9)
+    one_server = price(net, "all-to-all", (size,), np.arange(256).reshape(-1, 8)).rows[0]
+    assert one_server.bandwidth_GBps is None and one_server.time_s > 0
+    two_servers = price(net, "all-to-all", (size,), np.arange(256).reshape(-1, 16)).rows[0]
+    assert two_servers.time_s > one_server.time_s and two_servers.bandwidth_GBps > 0
+
+
+def test_the_door_refuses_what_it_cannot_price():
+    from topo.analysis.pricing import Network, price
+
+    net = Network(build_fabric(load_spec({"gpus": 64})))
+    with pytest.raises(ValueError):
+        price(net, "broadcast", (1.0,), np.arange(64).reshape(-1, 8))
+    with pytest.raises(ValueError):
+        price(net, ("all-reduce", "all-to-all"), (1.0, 1.0), np.arange(64).reshape(-1, 8))
+    with pytest.raises(ValueError):
+        price(net, "all-to-all", (1.0,))
+    with pytest.raises(AnalysisError, match="split unevenly"):
+        price(net, "all-reduce", (1.0,), np.array([[0, 1, 2, 8]]), name="test")

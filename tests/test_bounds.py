@@ -398,7 +398,7 @@ def test_report_reads_its_sweep_file_bounded(tmp_path):
 
 
 def test_draws_not_kept_are_routed_again_to_the_same_result(monkeypatch):
-    import topo.analysis.analyze as analyze_module
+    import topo.analysis.allreduce as analyze_module
     from topo import analyze
     from topo.analysis.analyze import AnalysisOptions
 

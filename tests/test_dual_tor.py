@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from topo import build_fabric, load_spec, plan_fabric
-from topo.analysis.analyze import AnalysisOptions, allreduce, what_if
+from topo.analysis.allreduce import allreduce
+from topo.analysis.analyze import AnalysisOptions, what_if
 from topo.analysis.bisection import bisection
 from topo.analysis.faults import apply_faults, no_faults
 from topo.analysis.routing import route

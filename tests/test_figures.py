@@ -12,8 +12,9 @@ import pytest
 
 from topo import build_fabric, load_spec
 from topo.errors import AnalysisError
-from topo.analysis.analyze import (AnalysisOptions, _parts, allreduce, analyze, analyze_faulted, base_of,
-                                   node_model_of, usable_pcie_gbps, what_if)
+from topo.analysis.allreduce import allreduce, base_of
+from topo.analysis.analyze import (AnalysisOptions, _parts, analyze, analyze_faulted, node_model_of,
+                                   usable_pcie_gbps, what_if)
 from topo.analysis.collective import channel_layout, connections, job_nodes
 from topo.analysis.faults import apply_faults, no_faults, plane_names
 from topo.analysis.routing import port_tables

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from topo import build_fabric, load_spec
 from topo.analysis.analyze import AnalysisOptions
-from topo.outputs.training import domain_size, groups_of, train_step
+from topo.analysis.training import domain_size, groups_of, train_step
 from topo.cli import main
 from topo.workload import Model, Workload, gpu_catalog, model_catalog, resolve_gpu, workload_from
 

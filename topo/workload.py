@@ -3,7 +3,7 @@
 This is the part of ``topo train`` that needs no fabric (docs/train.md): the GPU and model
 catalogues (``topo/data/gpus.yaml``, ``topo/data/models.yaml``), a :class:`Workload` checked for
 consistency with a GPU count, the FLOPs of a step, the parameters each GPU holds, and the memory
-check. :mod:`topo.outputs.training` puts the workload on a fabric and prices its communication.
+check. :mod:`topo.analysis.training` puts the workload on a fabric and prices its communication.
 
 FLOPs follow the convention of published MFU figures (Megatron-LM, NeMo, MegaScale): per token,
 2 FLOPs per multiply-accumulate of every weight matrix, attention scores over the full sequence

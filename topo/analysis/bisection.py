@@ -728,6 +728,43 @@ def _every_unit_split(leaf_pod: np.ndarray, leaf_unit: np.ndarray, sizes: np.nda
     return int(total[i].min()), a[i], (int(part[i]) if part[i] >= 0 else None), int(take[i])
 
 
+def _bounded_cut(relaxed: _Cut | None, leaf_pod: np.ndarray, leaf_unit: np.ndarray, sizes: np.ndarray,
+                 costs: tuple[int, int, int], pods: int, units: int, half: int) -> tuple[int, _Cut, int | None, int]:
+    """The least of the splits :func:`_descend` reaches from a few choices of pods (the relaxed
+    cut's, halves, none, all, and the pods that suit the first or the last half of the endpoints
+    in unit order): an upper bound of the bisection, with its cut, part unit and endpoints taken."""
+    first = np.arange(pods)
+    tries = [first < pods // 2, first < (pods + 1) // 2,
+             first >= pods // 2, first >= (pods + 1) // 2,
+             np.zeros(pods, dtype=bool), np.ones(pods, dtype=bool)]
+    if relaxed is not None:
+        tries.insert(0, relaxed.pod_a)
+    # and the pods that suit the first, or the last, half of the endpoints in unit order
+    for order in (np.arange(units), np.arange(units)[::-1]):
+        before = np.cumsum(np.r_[0, sizes[order]])[:-1]
+        whole = np.zeros(units, dtype=bool)
+        whole[order[before + sizes[order] <= half]] = True
+        rest = np.flatnonzero(~whole[order])
+        part = int(order[rest[0]]) if rest.size else None
+        tries.append(_pods_for_units(whole, part, half - int(sizes[whole].sum()), leaf_pod,
+                                     leaf_unit, sizes, *costs, pods)[1])
+    return min((_descend(pod_a, leaf_pod, leaf_unit, sizes, costs, half) for pod_a in tries), key=lambda c: c[0])
+
+
+def _uplink_gbps(fabric: Fabric) -> tuple[int, int]:
+    """The uplink capacity of a leaf, and of a pod (0 below three tiers): the most of any."""
+    plan, links = fabric.plan, fabric.links
+    up = links.kind == 1
+    leaf_up = np.bincount(links.lo[up] - fabric.first(1), weights=links.gbps[up], minlength=plan.leaves)
+    leaf_gbps = int(leaf_up.max()) if leaf_up.size else 0
+    pod_gbps = 0
+    if plan.tiers == 3:
+        sc = links.kind == 2
+        pod_up = np.bincount(fabric.pod[links.lo[sc]], weights=links.gbps[sc], minlength=plan.pods)
+        pod_gbps = int(pod_up.max())
+    return leaf_gbps, pod_gbps
+
+
 def least_cut(fabric: Fabric) -> LeastCut:
     """The analytic bisection of the intact fabric and a split that realises it.
 
@@ -760,14 +797,7 @@ def least_cut(fabric: Fabric) -> LeastCut:
     ell = (per_endpoint if plan.placement == "rail" else 1) * plan.homes
     leaf0, lpp = fabric.first(1), plan.leaves_per_pod
 
-    up = links.kind == 1
-    leaf_up = np.bincount(links.lo[up] - leaf0, weights=links.gbps[up], minlength=plan.leaves)
-    leaf_gbps = int(leaf_up.max()) if leaf_up.size else 0
-    pod_gbps = 0
-    if plan.tiers == 3:
-        sc = links.kind == 2
-        pod_up = np.bincount(fabric.pod[links.lo[sc]], weights=links.gbps[sc], minlength=plan.pods)
-        pod_gbps = int(pod_up.max())
+    leaf_gbps, pod_gbps = _uplink_gbps(fabric)
     endpoint_gbps = per_endpoint * spec.nic_port_gbps
 
     units = plan.leaves // ell
@@ -810,23 +840,7 @@ def least_cut(fabric: Fabric) -> LeastCut:
             relaxed = _least_cut_of_units(nics, leaf_pod, plan.pods, leaf_gbps, pod_gbps,
                                           spec.link_gbps, half * per_endpoint * plan.homes)
             lower = relaxed.gbps if relaxed is not None else 0
-            first = np.arange(plan.pods)
-            tries = [first < plan.pods // 2, first < (plan.pods + 1) // 2,
-                     first >= plan.pods // 2, first >= (plan.pods + 1) // 2,
-                     np.zeros(plan.pods, dtype=bool), np.ones(plan.pods, dtype=bool)]
-            if relaxed is not None:
-                tries.insert(0, relaxed.pod_a)
-            # and the pods that suit the first, or the last, half of the endpoints in unit order
-            for order in (np.arange(units), np.arange(units)[::-1]):
-                before = np.cumsum(np.r_[0, sizes[order]])[:-1]
-                whole = np.zeros(units, dtype=bool)
-                whole[order[before + sizes[order] <= half]] = True
-                rest = np.flatnonzero(~whole[order])
-                part = int(order[rest[0]]) if rest.size else None
-                tries.append(_pods_for_units(whole, part, half - int(sizes[whole].sum()), leaf_pod,
-                                             leaf_unit, sizes, *costs, plan.pods)[1])
-            gbps, cut, part, taken = min((_descend(pod_a, leaf_pod, leaf_unit, sizes, costs, half)
-                                          for pod_a in tries), key=lambda c: c[0])
+            gbps, cut, part, taken = _bounded_cut(relaxed, leaf_pod, leaf_unit, sizes, costs, plan.pods, units, half)
         side_a = np.zeros(count, dtype=bool)
         side_a[cut.unit_a[unit]] = True
         if part is not None:

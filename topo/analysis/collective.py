@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import AnalysisError
 from ..fabric import Fabric
-from ..servers import NodeModel
+from ..servers import NodeModel, resolve_server
 from .tuner import (COLLNET_CHAIN, COLLNET_DIRECT, NVLS, NVLS_TREE, RING, TREE, Graph, compcap_index,
                     comm_channels, duplicate_channels, search_speed, SPEEDS_INTRA)
 
@@ -253,6 +253,16 @@ def connections(order: np.ndarray, layout: ChannelLayout, pattern: str,
         dst = order[dst_pos] * k + layout.nic_of[dst_pos, chan]
     return Connections(src.astype(np.int64), dst.astype(np.int64), chan.astype(np.int64), pattern, n,
                        depth, C)
+
+
+def node_model_of(fabric: Fabric) -> NodeModel:
+    """The node model of the fabric's server profile (its ``server``, or the one the shape picks)."""
+    return resolve_server(fabric.spec).node_model()
+
+
+def usable_pcie_gbps(node: NodeModel) -> float:
+    """Gb/s a NIC's traffic can take over its GPU-NIC PCIe path, each way."""
+    return min(node.gpu_pcie_GBps, node.nic_pcie_GBps) * PCIE_EFFICIENCY * 8
 
 
 def _pcie_per_nic(node: NodeModel) -> float:

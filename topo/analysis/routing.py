@@ -516,6 +516,33 @@ def _dual_homed_ends(fabric, tables, ud, live, src, dst, hashes, turn=None):
     return l_src, l_dst, a, d_leaf[rows, d_m], dist
 
 
+def _ends(fabric, tables, ud, live, src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy, bond_turn):
+    """Every sub-flow's NIC links at both ends, their leaves (from the first leaf) and the up-down
+    distance between them (UNREACHABLE when either NIC link is down). With dual-ToR, the bond
+    picks one link of each NIC by the sub-flow's hash (or ``bond_turn``)."""
+    if fabric.plan.homes == 2:
+        member_hash = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy)
+        l_src, l_dst, a, b, dist = _dual_homed_ends(fabric, tables, ud, live, src, dst, member_hash, bond_turn)
+    else:
+        leaf0 = fabric.first(1)
+        l_src, l_dst = tables.nic_link[src], tables.nic_link[dst]
+        a = fabric.links.hi[l_src].astype(np.int64) - leaf0
+        b = fabric.links.hi[l_dst].astype(np.int64) - leaf0
+        dist = ud.leaf_distance(a, b)
+    dist[~(live[l_src] & live[l_dst])] = UNREACHABLE
+    return l_src, l_dst, a, b, dist
+
+
+def _close_paths(out: np.ndarray, dist: np.ndarray, l_src: np.ndarray, l_dst: np.ndarray) -> None:
+    """Each reachable sub-flow's path ends on its destination NIC link (down); an unreachable one
+    keeps only its source NIC link (up)."""
+    n = out.shape[0]
+    last = np.where(dist >= 0, (dist.astype(np.int64) + 1), 0)
+    out[np.arange(n), last] = np.where(dist >= 0, 2 * l_dst + 1, out[np.arange(n), last])
+    out[dist < 0] = -1
+    out[dist < 0, 0] = 2 * l_src[dist < 0]
+
+
 def route(
     fabric: Fabric,
     src_nic: np.ndarray,
@@ -580,21 +607,13 @@ def route(
     links = fabric.links
     live = faults.live
     tables = tables if tables is not None else port_tables(fabric)
-    leaf0 = fabric.first(1)
 
     dst_flow = np.asarray(dst_nic, dtype=np.int64).ravel()
     src = np.repeat(np.asarray(src_nic, dtype=np.int64).ravel(), qps)
     dst = np.repeat(dst_flow, qps)
     n = src.size
-    if fabric.plan.homes == 2:
-        member_hash = _ecmp_hasher(src, dst, dst_flow, qps, hash_field, hash_seed, polarized, entropy)
-        l_src, l_dst, a, b, dist = _dual_homed_ends(fabric, tables, ud, live, src, dst, member_hash, bond_turn)
-    else:
-        l_src, l_dst = tables.nic_link[src], tables.nic_link[dst]
-        a = links.hi[l_src].astype(np.int64) - leaf0
-        b = links.hi[l_dst].astype(np.int64) - leaf0
-        dist = ud.leaf_distance(a, b)
-    dist[~(live[l_src] & live[l_dst])] = UNREACHABLE
+    l_src, l_dst, a, b, dist = _ends(fabric, tables, ud, live, src, dst, dst_flow, qps, hash_field, hash_seed,
+                                     polarized, entropy, bond_turn)
 
     out = np.full((n, MAX_LINKS), -1, dtype=np.int64)
     out[:, 0] = 2 * l_src
@@ -612,10 +631,7 @@ def route(
     else:
         capacity, pools = _adaptive(fabric, out, dist, a, b, tables, live, capacity, ud)
 
-    last = np.where(dist >= 0, (dist.astype(np.int64) + 1), 0)
-    out[np.arange(n), last] = np.where(dist >= 0, 2 * l_dst + 1, out[np.arange(n), last])
-    out[dist < 0] = -1
-    out[dist < 0, 0] = 2 * l_src[dist < 0]
+    _close_paths(out, dist, l_src, l_dst)
     ecmp = mode == "ecmp"
     return Routes(resources=out, links=hops, capacity_gbps=capacity, mode=mode, qps=qps,
                   pool_names=tuple(pools), link_count=len(links),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -250,25 +250,22 @@ def tune(comm: Comm, graphs: dict[int, Graph], constants: TunerConstants = DEFAU
     index2 = nodes - 1 if nodes <= 2 else 2
     amd = comm.cpu_vendor in ("amd", "mixed")
     index1 = cc if nodes == 1 else (1 if amd else 0)
-    ll_max = c.table("ll_max_bw")[index1, index2]
-    ch_tree = c.table("per_channel_tree")[cc, index2]
-    ch_ring_ll128 = c.table("per_channel_ring_ll128")[cc, index2]
-    ch_tree_ll128 = c.table("per_channel_tree_ll128")[cc, index2]
-    ch_nvls_tree = c.table("per_channel_nvls_tree")[cc, index2]
-    ppn = ranks / nodes
-    hw_tables = (c.table("hw_latency_nvlink"), c.table("hw_latency_pci"), c.table("hw_latency_net"))
-    base = c.table("base_latency")
-    nsteps = 2 * (ranks - 1)
     if comm.net_overhead_us is not None:
         overhead = comm.net_overhead_us
     else:
         overhead = {"intel": c.net_overhead_intel, "amd": c.net_overhead_amd}.get(comm.cpu_vendor,
                                                                                   c.net_overhead_other)
-    nvls_eff = c.table("nvls_efficiency")[cc]
+    k = _Tables(nodes=nodes, ranks=ranks, sm=comm.sm, ppn=ranks / nodes, nsteps=2 * (ranks - 1),
+                ll_max=c.table("ll_max_bw")[index1, index2], ch_tree=c.table("per_channel_tree")[cc, index2],
+                ch_ring_ll128=c.table("per_channel_ring_ll128")[cc, index2],
+                ch_tree_ll128=c.table("per_channel_tree_ll128")[cc, index2],
+                ch_nvls_tree=c.table("per_channel_nvls_tree")[cc, index2],
+                nvls_eff=c.table("nvls_efficiency")[cc], overhead=overhead,
+                hw=(c.table("hw_latency_nvlink"), c.table("hw_latency_pci"), c.table("hw_latency_net")),
+                base=c.table("base_latency"), tree_cap=tree_cap)
     for a, graph in sorted(graphs.items()):
         if graph is None or graph.channels <= 0 or (enabled is not None and not enabled.get(a, True)):
             continue
-        intra_hw = NVLINK_HW if graph.nvlink else PCI_HW
         for p in range(len(PROTOCOLS)):
             if a in (NVLS, NVLS_TREE) and p != SIMPLE:
                 continue
@@ -276,57 +273,93 @@ def tune(comm: Comm, graphs: dict[int, Graph], constants: TunerConstants = DEFAU
                 continue
             if p == LL128 and not ll128:
                 continue
-            collnet = a in (COLLNET_DIRECT, COLLNET_CHAIN)
-            bw = graph.bw_intra if nodes <= 2 or collnet else graph.bw_inter
-            if a in (NVLS, NVLS_TREE):
-                if graph.channels < 2:
-                    continue
-                intra = graph.bw_intra * nvls_eff * (graph.channels - 1) / graph.channels * 2.0
-                inter = graph.bw_inter * (2 if nodes <= 2 and a == NVLS_TREE else 1)
-                bw = min(intra, inter, ch_nvls_tree if a == NVLS_TREE else math.inf)
-            bus = graph.channels * bw
-            if a == RING and p == LL:
-                bus = min(ll_max, bus * 0.5)
-            if a == RING and p == LL128:
-                bus = min(bus * 0.92, graph.channels * ch_ring_ll128)
-            if a == TREE:
-                bus = min(bus * 0.92, graph.channels * ch_tree if tree_cap else math.inf)
-            if a == TREE and p == LL:
-                bus = min(bus / 3.8, ll_max)
-            if a == TREE and p == LL128:
-                bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), graph.channels * ch_tree_ll128)
-            if a == COLLNET_DIRECT:
-                factor = ppn / graph.channels  # GPUs per NIC
-                factor -= (factor - 1) / 2
-                bus /= factor
-                if comm.sm >= 90:
-                    bus *= 0.85
-            ratio = ranks / nsteps if a in (RING, NVLS, NVLS_TREE) else 0.5
+            bus = _bus_bandwidth(k, a, p, graph)
+            if bus is None:
+                continue
+            ratio = ranks / k.nsteps if a in (RING, NVLS, NVLS_TREE) else 0.5
             bandwidth[a, p] = bus * ratio
-
-            lat = base[a, p]
-            intra_lat = hw_tables[intra_hw][a, p]
-            inter_lat = (hw_tables[NET_HW][TREE, p] if ppn == 1 else hw_tables[NET_HW][a, p]) + graph.latency_inter
-            if p == SIMPLE:
-                inter_lat += graph.latency_inter  # the flush
-            if a == RING:
-                net = overhead * (3 if p == SIMPLE else 1) if nodes > 1 else 0.0
-                intra_lat = max(intra_lat, net)
-                inter_steps = 0 if nodes == 1 else 2 * (nodes - 1)
-                lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
-            elif a == TREE:
-                lat += 2 * ((ranks // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
-            elif a == COLLNET_DIRECT:
-                local = ranks // nodes - 1
-                lat += 2 * (min(1, local) * intra_lat + local * 0.4) + inter_lat
-            elif a == COLLNET_CHAIN:
-                lat += 2 * (ranks // nodes - 1) * intra_lat + inter_lat
-            elif a == NVLS:
-                lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
-            elif a == NVLS_TREE:
-                lat += intra_lat + 2 * _log2i(nodes) * inter_lat
-            latency[a, p] = lat
+            latency[a, p] = _latency(k, a, p, graph)
     return Model(comm, graphs, bandwidth, latency, c)
+
+
+class _Tables(NamedTuple):
+    """What :func:`tune` reads for every algorithm and protocol of one communicator."""
+
+    nodes: int
+    ranks: int
+    sm: int
+    ppn: float
+    nsteps: int
+    ll_max: float
+    ch_tree: float
+    ch_ring_ll128: float
+    ch_tree_ll128: float
+    ch_nvls_tree: float
+    nvls_eff: float
+    overhead: float
+    hw: tuple[np.ndarray, np.ndarray, np.ndarray]  #: NVLink, PCI and network hardware latencies
+    base: np.ndarray
+    tree_cap: bool
+
+
+def _bus_bandwidth(k: _Tables, a: int, p: int, graph: Graph) -> float | None:
+    """The bus bandwidth of algorithm ``a`` with protocol ``p`` (before NCCL's ratio), or None
+    when the algorithm does not run (NVLS with fewer than two channels)."""
+    nodes = k.nodes
+    collnet = a in (COLLNET_DIRECT, COLLNET_CHAIN)
+    bw = graph.bw_intra if nodes <= 2 or collnet else graph.bw_inter
+    if a in (NVLS, NVLS_TREE):
+        if graph.channels < 2:
+            return None
+        intra = graph.bw_intra * k.nvls_eff * (graph.channels - 1) / graph.channels * 2.0
+        inter = graph.bw_inter * (2 if nodes <= 2 and a == NVLS_TREE else 1)
+        bw = min(intra, inter, k.ch_nvls_tree if a == NVLS_TREE else math.inf)
+    bus = graph.channels * bw
+    if a == RING and p == LL:
+        bus = min(k.ll_max, bus * 0.5)
+    if a == RING and p == LL128:
+        bus = min(bus * 0.92, graph.channels * k.ch_ring_ll128)
+    if a == TREE:
+        bus = min(bus * 0.92, graph.channels * k.ch_tree if k.tree_cap else math.inf)
+    if a == TREE and p == LL:
+        bus = min(bus / 3.8, k.ll_max)
+    if a == TREE and p == LL128:
+        bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), graph.channels * k.ch_tree_ll128)
+    if a == COLLNET_DIRECT:
+        factor = k.ppn / graph.channels  # GPUs per NIC
+        factor -= (factor - 1) / 2
+        bus /= factor
+        if k.sm >= 90:
+            bus *= 0.85
+    return bus
+
+
+def _latency(k: _Tables, a: int, p: int, graph: Graph) -> float:
+    """The latency (us) of algorithm ``a`` with protocol ``p``."""
+    nodes, ranks = k.nodes, k.ranks
+    intra_hw = NVLINK_HW if graph.nvlink else PCI_HW
+    lat = k.base[a, p]
+    intra_lat = k.hw[intra_hw][a, p]
+    inter_lat = (k.hw[NET_HW][TREE, p] if k.ppn == 1 else k.hw[NET_HW][a, p]) + graph.latency_inter
+    if p == SIMPLE:
+        inter_lat += graph.latency_inter  # the flush
+    if a == RING:
+        net = k.overhead * (3 if p == SIMPLE else 1) if nodes > 1 else 0.0
+        intra_lat = max(intra_lat, net)
+        inter_steps = 0 if nodes == 1 else 2 * (nodes - 1)
+        lat += (k.nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
+    elif a == TREE:
+        lat += 2 * ((ranks // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
+    elif a == COLLNET_DIRECT:
+        local = ranks // nodes - 1
+        lat += 2 * (min(1, local) * intra_lat + local * 0.4) + inter_lat
+    elif a == COLLNET_CHAIN:
+        lat += 2 * (ranks // nodes - 1) * intra_lat + inter_lat
+    elif a == NVLS:
+        lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
+    elif a == NVLS_TREE:
+        lat += intra_lat + 2 * _log2i(nodes) * inter_lat
+    return lat
 
 
 def algo_times(model: Model, sizes: np.ndarray) -> np.ndarray:

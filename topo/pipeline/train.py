@@ -1,6 +1,6 @@
 """``topo train``: a workload's step on a fabric, its scaling curve and the fabric what-ifs.
 
-The step model is :func:`topo.outputs.training.train_step`; this module runs it on the fabric of
+The step model is :func:`topo.analysis.training.train_step`; this module runs it on the fabric of
 a spec, on the same spec at other GPU counts (the scaling curve), and on the variants of the
 fabric that a design review asks about (rail or rack placement, 1:1 or 3:1, ECMP or adaptive
 routing, a failed spine), and returns the result (docs/train.md). :func:`train` is the command's
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..analysis.analyze import AnalysisOptions
-from ..outputs.terminal import PARTS
-from ..outputs.training import Step, train_step
+from ..analysis.training import Step, train_step
 from ..errors import AnalysisError, TopoError, UsageError, key_name, quote
 from ..fabric import Fabric, build_fabric, is_ethernet
+from ..outputs.terminal import PARTS
 from ..servers import NodeModel
 from ..spec import FabricSpec, format_ratio, load_spec
 from ..workload import Workload
@@ -47,7 +47,7 @@ def variant(spec: FabricSpec, **changes: Any) -> FabricSpec:
 def run(spec: FabricSpec, workload: Workload, options: AnalysisOptions, server: NodeModel | None = None,
         fabric: Fabric | None = None, baseline: AnalysisOptions | None = None) -> Step:
     """The step of ``workload`` on the fabric of ``spec`` (built unless given); with failures,
-    never shorter than with ``baseline``'s failures only (:func:`topo.outputs.training.train_step`)."""
+    never shorter than with ``baseline``'s failures only (:func:`topo.analysis.training.train_step`)."""
     fabric = fabric or build_fabric(spec)
     return train_step(fabric, workload, options, server, baseline)
 
