@@ -852,7 +852,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
     from .outputs.report import review
     from .outputs.summary import summarize
     from .outputs.writer import OutputFolder
-    from .servers import resolve_server
+    from .hardware.catalog import resolve_server
     from .sizing import plan_fabric
 
     _check_discard(force, discard_edits)
@@ -941,7 +941,7 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
     from .analysis.analyze import analyze, check_analysis_work
     from .fabric import build_fabric
     from .outputs.check import design_problems
-    from .servers import resolve_server
+    from .hardware.catalog import resolve_server
     from .sizing import plan_fabric
 
     progress = Progress(quiet)
@@ -1003,7 +1003,7 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
     from .outputs.check import check_folder
     from .outputs.manifest import NotABuild, read_manifest
     from .outputs.summary import summarize
-    from .servers import resolve_server
+    from .hardware.catalog import resolve_server
     from .sizing import plan_fabric
 
     progress = Progress(quiet)
@@ -1094,7 +1094,7 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
     from .outputs.report import key_table, report_data, report_files, review
     from .outputs.summary import summarize
     from .outputs.writer import OutputFolder
-    from .servers import resolve_server
+    from .hardware.catalog import resolve_server
     from .sizing import plan_fabric
 
     _check_discard(force, discard_edits)
@@ -1235,7 +1235,7 @@ def servers_command(fmt: str) -> None:
       topo servers
       topo build --gpus 1024 --nics-per-node 4 --server hgx-h100-4nic
     """
-    from .servers import server_profiles
+    from .hardware.catalog import server_profiles
 
     profiles = server_profiles()
     data = {name: profile.to_dict() for name, profile in profiles.items()}
@@ -1439,7 +1439,7 @@ def sweep_command(spec_file: Path | None, sweep_file: Path | None, sizes: Any, f
     from .analysis.analyze import AnalysisOptions
     from .outputs.manifest import with_manifest
     from .outputs.writer import OutputFolder
-    from .servers import resolve_server
+    from .hardware.catalog import resolve_server
     from .spec import MAX_YAML_VALUES, load_spec, read_spec_file
     from .outputs.sweep import Cache, Sweep, SweepError, Task, busbw_column, fault_key, run, task_key, MAX_DESIGNS
     from .outputs.sweep import _cpus, check_sweep_work
@@ -1817,9 +1817,9 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
     from .fabric import build_fabric
     from .outputs.check import design_problems
     from .outputs.writer import check_output_file, write_output_file
-    from .servers import resolve_server
+    from .hardware.catalog import gpu_catalog, resolve_server
     from .sizing import plan_fabric
-    from .workload import gpu_catalog, model_catalog
+    from .workload import model_catalog
 
     if list_catalog:
         if output is not None:

@@ -19,7 +19,8 @@ from ..errors import AnalysisError
 from ..fabric import Fabric, rank_within
 from .bisection import Bisection, bisection
 from ..fabric import is_ethernet
-from ..servers import NodeModel, resolve_server
+from ..hardware.catalog import resolve_server
+from ..hardware.servers import NodeModel
 from ..spec import DUAL_TOR_QPS
 from .collective import (ALGO_INDEX, ALGORITHMS, MAX_CHANNELS, ORDERS, PCIE_EFFICIENCY, PROTOCOL_CHOICES,
                          Connections, channel_layout, connections, graphs, job_nodes, ring_stages, tree_stages)

@@ -19,7 +19,7 @@ from ..inputs import problem_kind
 from ..caveats import Caveat
 from .caveats import caveats
 from ..fabric import ROLES, Fabric, is_ethernet
-from ..servers import resolve_server
+from ..hardware.catalog import resolve_server
 from .cabling import cabling_files, cabling_line, plan_cabling
 from .configs import CONFIG_OUTPUTS, ConfigJob, config_files
 from .design import core_files, spec_and_inputs
@@ -34,7 +34,7 @@ from .templating import (TemplateError, packaged_template_dir, render_template, 
 
 if TYPE_CHECKING:
     from ..analysis.analyze import Analysis
-    from ..servers import ServerProfile
+    from ..hardware.servers import ServerProfile
     from .cabling import Cabling
 
 #: The build folder's own templated output: (output path, template, rendered for).

@@ -15,7 +15,7 @@ from ..analysis.analyze import AnalysisOptions
 from .training import Step, train_step
 from ..errors import TopoError, quote
 from ..fabric import Fabric, build_fabric, is_ethernet
-from ..servers import NodeModel
+from ..hardware.servers import NodeModel
 from ..spec import FabricSpec, format_ratio, load_spec
 from ..workload import Workload
 

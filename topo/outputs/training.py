@@ -27,8 +27,10 @@ from ..analysis.tuner import DEFAULT_CONSTANTS, RING, SIMPLE, load_constants
 from ..analysis.updown import updown
 from ..errors import AnalysisError, quote
 from ..fabric import Fabric, is_ethernet
-from ..servers import NodeModel, pcie_mbps
-from ..workload import BF16, GRAD_BYTES, Workload, domain_size
+from ..hardware.nvlink import domain_size
+from ..hardware.pcie import pcie_mbps
+from ..hardware.servers import NodeModel
+from ..workload import BF16, GRAD_BYTES, Workload
 
 #: Fraction of the bf16 dense peak that flash attention reaches over forward and backward
 #: (FlashAttention-2: 50-73% forward, 35-63% backward on A100; FlashAttention-3 on H100 alike).
