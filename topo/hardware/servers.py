@@ -10,8 +10,9 @@ reads. A shipped profile also names the model of its GPUs (``gpu_model``, a
 :meth:`ServerProfile.node_model` gives the hardware facts the all-reduce model needs (docs/model.md) as a
 :class:`NodeModel`: counts, NVLink bandwidth and NVSwitch generation (from the GPU keys ``nvlink_bw`` and
 ``nvswitch``, else from ``sm`` and ``nvlink`` by the tables of :mod:`topo.hardware.nvlink`), PCIe rates
-and the CPU vendor. The two keys are not written to the NCCL topology file. Both carry their
-:class:`~topo.hardware.nvlink.NvlinkDomain` (``nvlink``).
+and the CPU vendor. The two keys are not written to the NCCL topology file. A profile and its
+NodeModel give the server's NVLink domain as a :class:`~topo.hardware.nvlink.NvlinkDomain`
+(``nvlink``).
 """
 
 from __future__ import annotations
