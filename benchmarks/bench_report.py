@@ -53,7 +53,7 @@ def child(gpus: int, radix: int) -> None:
     from topo.outputs.caveats import caveats
     from topo.outputs.report import Review, report_files
     from topo.outputs.summary import summarize
-    from topo.servers import resolve_server
+    from topo.hardware.catalog import resolve_server
     from topo.spec import load_spec
 
     fabric = build_fabric(load_spec({"gpus": gpus, "radix": radix}))

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from topo import build_fabric, load_spec  # noqa: E402
 from topo.analysis.analyze import AnalysisOptions, analyze  # noqa: E402
-from topo.servers import NodeModel  # noqa: E402
+from topo.hardware.servers import NodeModel  # noqa: E402
 
 GIB = 1 << 30
 MIB = 1 << 20

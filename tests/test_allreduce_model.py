@@ -19,7 +19,8 @@ from topo.analysis.collective import channel_layout, ring_stages, tree_stages
 from topo.analysis.tuner import (LL, RING, SIMPLE, TREE, Comm, DEFAULT_CONSTANTS, Graph,
                                  comm_channels, duplicate_channels, search_speed, tune)
 from topo.errors import AnalysisError
-from topo.servers import NodeModel, server_profiles
+from topo.hardware.catalog import server_profiles
+from topo.hardware.servers import NodeModel
 
 SIZES = tuple(1 << k for k in range(2, 34, 3))  # 4 B to 8 GiB
 

@@ -287,7 +287,7 @@ def test_the_refusal_names_the_estimate_the_memory_available_and_the_flags():
     from topo.analysis.analyze import AnalysisOptions, check_analysis_work
     from topo.errors import AnalysisError
     from topo.fabric import memory_estimate
-    from topo.servers import resolve_server
+    from topo.hardware.catalog import resolve_server
     from topo.sizing import plan_fabric
 
     spec = load_spec({"gpus": 65536})
@@ -312,7 +312,7 @@ def test_the_estimate_holds_a_real_run():
     import sys
 
     from topo.analysis.analyze import AnalysisOptions, analysis_work
-    from topo.servers import resolve_server
+    from topo.hardware.catalog import resolve_server
     from topo.sizing import plan_fabric
 
     args = {"gpus": 1024}

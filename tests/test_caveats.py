@@ -13,7 +13,7 @@ from topo.caveats import CODES, Caveat
 from topo.outputs.caveats import caveats
 from topo.cli import main
 from topo.outputs.cabling import plan_cabling
-from topo.servers import resolve_server
+from topo.hardware.catalog import resolve_server
 
 
 def codes(spec: dict, analysis_options: AnalysisOptions | None = None, configs: bool = True) -> list[str]:
@@ -83,7 +83,8 @@ def test_nccl_element_warning_near_the_limit():
     from topo.caveats import NCCL_ELEMENTS_WARN
     from topo.outputs.caveats import _server
     from topo.outputs.nccl import detected_elements, topology_element
-    from topo.servers import generic_profile, server_profiles
+    from topo.hardware.catalog import server_profiles
+    from topo.hardware.profiles import generic_profile
     seen = set()
     for profile in [*server_profiles().values(), generic_profile(8, 8, 400), generic_profile(8, 4, 400)]:
         elements = sum(1 for _ in topology_element(profile).iter()) + sum(detected_elements(profile))

@@ -322,7 +322,7 @@ def test_a_server_profile_file_travels_with_the_build_folder(tmp_path, monkeypat
     from topo.spec import parse_yaml
 
     monkeypatch.chdir(tmp_path)
-    shipped = resources.files("topo.data").joinpath("servers.yaml").read_text()
+    shipped = resources.files("topo.data").joinpath("hardware/servers.yaml").read_text()
     data = parse_yaml(shipped, "shipped profiles")["hgx-h100-8nic"]
     data["name"] = "my-h100"
     Path("my-server.yaml").write_text(yaml.safe_dump(data, sort_keys=False))

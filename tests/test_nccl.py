@@ -20,14 +20,10 @@ from topo.outputs.nccl_xml import (
     read_nccl_topology,
 )
 from topo.outputs.qos import QOS_PROFILES
-from topo.servers import (
-    LINK_SPEEDS,
-    generic_profile,
-    load_server_profile,
-    nic_guid,
-    resolve_server,
-    server_profiles,
-)
+from topo.hardware.catalog import resolve_server, server_profiles
+from topo.hardware.pcie import LINK_SPEEDS
+from topo.hardware.profiles import generic_profile, load_server_profile
+from topo.hardware.servers import nic_guid
 
 from .conftest import SHARED_REFERENCE
 

@@ -17,20 +17,16 @@ import yaml
 
 from topo import SpecError, build_fabric, load_spec
 from topo.outputs.nccl import nccl_files, topology_xml
-from topo.servers import (
-    NVLINK_GBPS_PER_LINK,
-    NodeModel,
-    generic_profile,
-    load_server_profile,
-    nvlink_generation,
-    pcie_mbps,
-    server_profiles,
-)
+from topo.hardware.catalog import server_profiles
+from topo.hardware.nvlink import NVLINK_GBPS_PER_LINK, nvlink_generation
+from topo.hardware.pcie import pcie_mbps
+from topo.hardware.profiles import generic_profile, load_server_profile
+from topo.hardware.servers import NodeModel
 
 
 def shipped_body(name: str = "hgx-h100-8nic") -> dict[str, Any]:
     """A shipped profile's mapping as the YAML file holds it, a copy to change."""
-    text = resources.files("topo.data").joinpath("servers.yaml").read_text(encoding="utf-8")
+    text = resources.files("topo.data").joinpath("hardware/servers.yaml").read_text(encoding="utf-8")
     return copy.deepcopy(yaml.safe_load(text)[name])
 
 

@@ -19,7 +19,7 @@ from topo.outputs.caveats import caveats
 from topo.outputs.plots import busbw_svg, utilisation_svg
 from topo.outputs.report import figures, report_files, review, verdict
 from topo.outputs.summary import summarize
-from topo.servers import resolve_server
+from topo.hardware.catalog import resolve_server
 
 from .conftest import EXAMPLES
 

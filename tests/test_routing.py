@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from topo import AnalysisError, build_fabric, load_spec
-from topo.servers import server_profiles
+from topo.hardware.catalog import server_profiles
 from topo.analysis.collective import channel_layout, connections, double_binary_tree, job_nodes
 from topo.analysis.faults import apply_faults
 from topo.analysis.routing import (

@@ -17,7 +17,9 @@ from topo.cli import main
 from topo.errors import QUOTE_LIMIT, quote
 from topo.outputs.nccl import detected_elements, max_detected_nvlinks, nccl_files, topology_element
 from topo.outputs.nccl_xml import TOPO_XML_MAX_NODES, read_nccl_topology
-from topo.servers import (
+from topo.hardware.catalog import server_profiles
+from topo.hardware.pcie import pcie_link_for, pcie_mbps
+from topo.hardware.profiles import (
     MAX_CPULIST_CHARS,
     MAX_ENTRIES,
     MAX_MASK_CHARS,
@@ -25,10 +27,7 @@ from topo.servers import (
     generic_profile,
     load_server_profile,
     parse_cpulist,
-    pcie_link_for,
-    pcie_mbps,
     read_profile_text,
-    server_profiles,
 )
 
 from .conftest import SHARED_REFERENCE

@@ -19,7 +19,8 @@ from topo import build_fabric, load_spec
 from topo.analysis.analyze import AnalysisOptions
 from topo.analysis.training import domain_size, groups_of, train_step
 from topo.cli import main
-from topo.workload import Model, Workload, gpu_catalog, model_catalog, resolve_gpu, workload_from
+from topo.hardware.catalog import gpu_catalog
+from topo.workload import Model, Workload, model_catalog, resolve_gpu, workload_from
 
 
 def train(*args: str) -> tuple[int, str, str]:

@@ -604,7 +604,7 @@ def servers_command(fmt: str) -> None:
       topo build --gpus 1024 --nics-per-node 4 --server hgx-h100-4nic
     """
     from .outputs.terminal import servers_table
-    from .servers import server_profiles
+    from .hardware.catalog import server_profiles
 
     profiles = server_profiles()
     data = {name: profile.to_dict() for name, profile in profiles.items()}
@@ -856,7 +856,8 @@ def train_command(design: Path | None, spec_file: Path | None, scale: str | None
         if output is not None:
             raise click.UsageError("--list prints the catalogues; -o/--output is for a training result")
         from .outputs.terminal import catalog_table
-        from .workload import gpu_catalog, model_catalog
+        from .hardware.catalog import gpu_catalog
+        from .workload import model_catalog
 
         catalogs = {"models": {n: m.to_dict() for n, m in model_catalog().items()},
                     "gpus": {n: g.to_dict() for n, g in gpu_catalog().items()}}

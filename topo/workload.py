@@ -1,9 +1,10 @@
 """A training workload: the model, the GPU, the batch and the parallelism, and what they cost.
 
-This is the part of ``topo train`` that needs no fabric (docs/train.md): the GPU and model
-catalogues (``topo/data/gpus.yaml``, ``topo/data/models.yaml``), a :class:`Workload` checked for
-consistency with a GPU count, the FLOPs of a step, the parameters each GPU holds, and the memory
-check. :mod:`topo.analysis.training` puts the workload on a fabric and prices its communication.
+This is the part of ``topo train`` that needs no fabric (docs/train.md): the model catalogue
+(``topo/data/models.yaml``; the GPUs are those of the hardware catalogue, :mod:`topo.hardware`), a
+:class:`Workload` checked for consistency with a GPU count, the FLOPs of a step, the parameters each
+GPU holds, and the memory check. :mod:`topo.analysis.training` puts the workload on a fabric and
+prices its communication.
 
 FLOPs follow the convention of published MFU figures (Megatron-LM, NeMo, MegaScale): per token,
 2 FLOPs per multiply-accumulate of every weight matrix, attention scores over the full sequence
@@ -15,7 +16,7 @@ training as three times the forward pass. For GPT-3 that is Narayanan et al.'s
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -23,6 +24,8 @@ from typing import Any
 import yaml
 
 from .errors import ProblemsError, did_you_mean, quote
+from .hardware.catalog import gpu_catalog
+from .hardware.gpus import Gpu
 
 PRECISIONS = ("bf16", "fp8", "fp4")
 RECOMPUTE = ("none", "selective", "full")
@@ -47,40 +50,6 @@ DEFAULT_BATCH_TOKENS = 1 << 22
 
 class WorkloadError(ProblemsError):
     """A workload that cannot run as asked, e.g. ``"--tp 3: heads=96 is not a multiple of it"``."""
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU of the catalogue (``topo/data/gpus.yaml``)."""
-
-    name: str
-    description: str
-    sm: int
-    tflops: dict[str, float]  #: dense tensor-core peak per precision, TFLOP/s
-    hbm_gb: float
-    hbm_tbps: float
-    nvlink_GBps: float  #: each way
-    nvlink_domain: int
-    nvswitch: int
-    pcie: int
-    tdp_w: float
-    efficiency: dict[str, float]  #: achievable fraction of the dense peak in a layer's matrix multiplies
-    source: str
-    multi_node_nvlink: bool = False  #: the NVLink domain joins servers (NVL72), else it is one board
-
-    def peak(self, precision: str) -> float:
-        """Dense peak TFLOP/s at ``precision``."""
-        return float(self.tflops[precision])
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@lru_cache(maxsize=1)
-def gpu_catalog() -> dict[str, Gpu]:
-    """The GPUs shipped with topo, by name."""
-    raw = yaml.safe_load(resources.files("topo.data").joinpath("gpus.yaml").read_text(encoding="utf-8"))
-    return {name: Gpu(name=name, **entry) for name, entry in raw.items()}
 
 
 @dataclass(frozen=True)
@@ -246,24 +215,6 @@ def model_catalog() -> dict[str, Model]:
     return {name: Model(name=name, **entry) for name, entry in raw.items()}
 
 
-def domain_size(gpus: int, per_node: int, nvlink_domain: int, multi_node: bool = True) -> int:
-    """GPUs of one NVLink domain of the job. A board's domain (``multi_node`` false: HGX) is the
-    server. A domain of several servers (NVL72) is the GPU's when it divides the job, else the
-    largest whole number of servers under it that does (a 256-GPU job on NVL72 racks uses 64 GPUs
-    of each), and never less than one server.
-
-    >>> domain_size(1024, 8, 8), domain_size(256, 4, 72), domain_size(288, 4, 72), domain_size(64, 4, 8, False)
-    (8, 64, 72, 4)
-    """
-    if not multi_node or nvlink_domain <= per_node:
-        return per_node
-    best = per_node
-    for d in range(per_node, nvlink_domain + 1, per_node):
-        if gpus % d == 0:
-            best = d
-    return best
-
-
 @dataclass(frozen=True)
 class Workload:
     """One training job's configuration, before it meets a fabric.
@@ -340,7 +291,7 @@ class Workload:
         if gpus % mp:
             problems.append(f"--tp {self.tp} x --cp {self.cp} x --pp {self.pp} = {mp} GPUs per model replica: "
                             f"{gpus:,} GPUs are not a whole number of replicas")
-        domain = domain_size(gpus, gpus_per_node, g.nvlink_domain, g.multi_node_nvlink)
+        domain = g.nvlink.job_gpus(gpus, gpus_per_node)
         if self.tp > domain or domain % self.tp:
             problems.append(f"--tp {self.tp}: tensor parallelism must stay in the NVLink domain of "
                             f"{domain} GPUs ({g.name}, as this job of {gpus:,} uses it) and divide it")
@@ -460,6 +411,7 @@ def _entry(catalog: dict[str, Any], flag: str, what: str, name: str, hint: str =
 
 
 def resolve_gpu(name: str) -> Gpu:
+    """The GPU of the hardware catalogue named by ``--gpu`` (:func:`topo.hardware.catalog.gpu_catalog`)."""
     return _entry(gpu_catalog(), "--gpu", "GPU", name)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import AnalysisError
 from ..fabric import Fabric, is_ethernet, rank_within
-from ..servers import NodeModel
+from ..hardware.servers import NodeModel
 from .choices import DEFAULT_HASH_SAMPLES, HASH_BUDGET, MIN_AUTO_SAMPLES
 from .collective import (ALGO_INDEX, Connections, channel_layout, connections, graphs, job_nodes, node_model_of,
                          ring_stages, tree_stages, usable_pcie_gbps)

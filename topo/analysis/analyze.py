@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import AnalysisError
 from ..fabric import Fabric
-from ..servers import NodeModel
+from ..hardware.servers import NodeModel
 from ..spec import DUAL_TOR_QPS
 from .allreduce import KEPT_DRAWS_BYTES, AllReduce
 from .bisection import Bisection, bisection

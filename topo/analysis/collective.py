@@ -24,7 +24,8 @@ import numpy as np
 
 from ..errors import AnalysisError
 from ..fabric import Fabric
-from ..servers import NodeModel, resolve_server
+from ..hardware.catalog import resolve_server
+from ..hardware.servers import NodeModel
 from .tuner import (COLLNET_CHAIN, COLLNET_DIRECT, NVLS, NVLS_TREE, RING, TREE, Graph, compcap_index,
                     comm_channels, duplicate_channels, search_speed, SPEEDS_INTRA)
 
@@ -157,7 +158,7 @@ def channel_layout(node: NodeModel, nodes: int, nic_gbps: float, live_nics: np.n
 
     Examples
     --------
-    >>> from topo.servers import server_profiles
+    >>> from topo.hardware.catalog import server_profiles
     >>> h100 = server_profiles()["hgx-h100-8nic"].node_model()
     >>> lay = channel_layout(h100, 4, 376.0)
     >>> lay.graph_channels, lay.channels, lay.nic_of[0].tolist()

@@ -37,7 +37,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from ..fabric import Fabric, is_ethernet
-from ..servers import NodeModel
+from ..hardware.servers import NodeModel
 from .allreduce import AllReduce, allreduce, connection_samples
 from .collective import node_model_of, nvlink_usable, usable_pcie_gbps
 from .faults import Faults, apply_faults

@@ -21,8 +21,10 @@ import numpy as np
 
 from ..errors import AnalysisError, quote
 from ..fabric import Fabric
-from ..servers import NodeModel, pcie_mbps
-from ..workload import BF16, GRAD_BYTES, Workload, domain_size
+from ..hardware.nvlink import domain_size
+from ..hardware.pcie import pcie_mbps
+from ..hardware.servers import NodeModel
+from ..workload import BF16, GRAD_BYTES, Workload
 from .collective import node_model_of
 from .groups import GroupShape, group_shape
 from .options import AnalysisOptions

@@ -20,7 +20,7 @@ from .nccl_xml import TOPO_XML_MAX_NODES
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.analyze import Analysis
-    from ..servers import ServerProfile
+    from ..hardware.servers import ServerProfile
     from .cabling import Cabling
 
 

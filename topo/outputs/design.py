@@ -16,7 +16,7 @@ import yaml
 
 from .. import __version__
 from ..fabric import LINK_KINDS, PEER_LINK, Fabric, vertex_attributes
-from ..servers import server_profiles
+from ..hardware.catalog import server_profiles
 from ..inputs import read_text
 from ..spec import HOSTNAMES_CSV, PRICES_YAML, FabricSpec
 from .summary import Summary

@@ -1,6 +1,6 @@
 """NCCL files for the fabric's server type: the topology XML and the NCCL environment.
 
-:func:`nccl_files` writes, for the spec's server profile (:mod:`topo.servers`):
+:func:`nccl_files` writes, for the spec's server profile (:mod:`topo.hardware.servers`):
 
 ``nccl/<profile>-topo.xml``
     the topology file NCCL loads from ``NCCL_TOPO_FILE``: CPUs, PCIe switches, and under each
@@ -33,7 +33,9 @@ from ..addressing import rdma_device
 from ..errors import SpecError
 from ..fabric import Fabric, is_ethernet
 from ..spec import DUAL_TOR_QPS
-from ..servers import NVSWITCH_CLASS, ServerProfile, check_server, resolve_server
+from ..hardware.catalog import check_server, resolve_server
+from ..hardware.nvlink import NVSWITCH_CLASS
+from ..hardware.servers import ServerProfile
 from .nccl_xml import TOPO_XML_MAX_NODES, NcclXmlError, XmlElement, check_topology, dump_xml
 from .qos import QOS_PROFILES
 from .templating import render_template, template_environment
@@ -85,7 +87,8 @@ def detected_elements(profile: ServerProfile) -> tuple[int, int]:
     Everything else NCCL fills in is attributes, not elements. NVSwitches become one NVS node of
     NCCL's graph, not XML elements.
 
-    >>> from topo.servers import generic_profile, server_profiles
+    >>> from topo.hardware.catalog import server_profiles
+    >>> from topo.hardware.profiles import generic_profile
     >>> detected_elements(server_profiles()["hgx-h100-8nic"]), detected_elements(generic_profile(8, 8, 400))
     ((0, 0), (144, 0))
     """
@@ -140,7 +143,7 @@ def topology_xml(profile: ServerProfile, nic_class: str = IB_NIC_CLASS,
     """The NCCL topology file of a server profile.
 
     >>> from topo.outputs.nccl_xml import read_nccl_topology
-    >>> from topo.servers import server_profiles
+    >>> from topo.hardware.catalog import server_profiles
     >>> text = topology_xml(server_profiles()["hgx-h100-8nic"])
     >>> read_nccl_topology(text).elements, check_topology(text)
     (59, [])
@@ -162,7 +165,7 @@ def bonded_profile(profile: ServerProfile) -> ServerProfile:
     A NIC named ``mlx5_<n>`` (the default name) is renamed; another name (``mlx5_bond_3`` as the
     host has it, say) is the profile's to give and is kept.
 
-    >>> from topo.servers import server_profiles
+    >>> from topo.hardware.catalog import server_profiles
     >>> [(n.name, n.port, n.speed_mbps) for n in bonded_profile(server_profiles()["hgx-h100-8nic"]).nics[:2]]
     [('mlx5_bond_0', 1, 400000), ('mlx5_bond_1', 1, 400000)]
     """

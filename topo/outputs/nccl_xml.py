@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..errors import TopoError
-from ..servers import LINK_SPEEDS
+from ..hardware.pcie import LINK_SPEEDS
 
 #: NCCL's limits (src/graph/xml.h, topo.h at 2.30.7).
 MAX_STR_LEN = 255

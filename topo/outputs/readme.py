@@ -30,7 +30,7 @@ from .templating import (TemplateError, packaged_template_dir, render_template, 
 if TYPE_CHECKING:
     from ..analysis.analyze import Analysis
     from ..caveats import Caveat
-    from ..servers import ServerProfile
+    from ..hardware.servers import ServerProfile
     from .cabling import Cabling
 
 #: The build folder's own templated output: (output path, template, rendered for).

@@ -35,7 +35,7 @@ from .templating import format_size, render_template, template_environment
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.analyze import Analysis, WhatIf
     from ..caveats import Caveat
-    from ..servers import ServerProfile
+    from ..hardware.servers import ServerProfile
     from .cabling import Cabling
     from .summary import Summary
 

@@ -26,7 +26,7 @@ def analyze(design: Path | None = None, spec_file: Path | None = None, fields: d
     from ..analysis.analyze import AnalysisOptions, check_analysis_work
     from ..analysis.analyze import analyze as analyses
     from ..fabric import build_fabric
-    from ..servers import resolve_server
+    from ..hardware.catalog import resolve_server
     from ..sizing import plan_fabric
 
     fields = dict(fields or {})

@@ -31,13 +31,13 @@ from ..outputs.readme import readme
 from ..outputs.report import Review, report_files, review
 from ..outputs.summary import Summary, summarize
 from ..outputs.templating import template_environment
-from ..servers import resolve_server
+from ..hardware.catalog import resolve_server
 from .progress import SILENT, Progress
 
 if TYPE_CHECKING:
     from ..analysis.analyze import Analysis
     from ..outputs.cabling import Cabling
-    from ..servers import ServerProfile
+    from ..hardware.servers import ServerProfile
 
 
 @dataclass

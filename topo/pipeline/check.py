@@ -137,7 +137,7 @@ def check(design: Path, templates: tuple[Path, ...] = (), jobs: int | None = Non
     from ..fabric import build_fabric
     from ..outputs.cabling import plan_cabling
     from ..outputs.summary import summarize
-    from ..servers import resolve_server
+    from ..hardware.catalog import resolve_server
     from ..sizing import plan_fabric
     from .build import build_files
 

@@ -77,7 +77,7 @@ def _review(design: Path, spec_file: Path, spec: "FabricSpec", label: str, progr
     from ..outputs.caveats import caveats
     from ..outputs.report import review
     from ..outputs.summary import summarize
-    from ..servers import resolve_server
+    from ..hardware.catalog import resolve_server
     from .apart import run_apart
 
     with progress.stage(f"{label}: building and analysing {spec.gpus:,} GPUs"):

@@ -242,7 +242,7 @@ def plan(fields: Fields, axes: dict[str, tuple[Any, ...]], spec_file: Path | Non
 def _task(index: int, params: dict[str, Any], d: _Definition, fixed: dict[str, Any], fields: Fields) -> "Task":
     """The task of one design: its spec and options resolved and its cache key, or why not."""
     from ..analysis.analyze import AnalysisOptions
-    from ..servers import resolve_server
+    from ..hardware.catalog import resolve_server
     from ..spec import load_spec
     from .sweep_run import Task, _one_line, fault_key, task_key
 

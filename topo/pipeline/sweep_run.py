@@ -447,7 +447,7 @@ def check_sweep_work(sweep: Sweep, cache: "Cache", workers: int | None, availabl
 
 
 def _node(spec: Any) -> Any:
-    from ..servers import resolve_server
+    from ..hardware.catalog import resolve_server
 
     return resolve_server(spec, None).node_model()
 

@@ -21,7 +21,7 @@ from ..analysis.training import Step, train_step
 from ..errors import AnalysisError, TopoError, UsageError, key_name, quote
 from ..fabric import Fabric, build_fabric, is_ethernet
 from ..outputs.terminal import PARTS
-from ..servers import NodeModel
+from ..hardware.servers import NodeModel
 from ..spec import FabricSpec, format_ratio, load_spec
 from ..workload import Workload
 from .design import build_inputs, check_unchanged, design_spec_file, server_base, spec_from
@@ -238,7 +238,7 @@ def train(design: Path | None = None, spec_file: Path | None = None, fields: dic
     and also written as JSON to ``output`` (``force`` replaces it)."""
     from ..addressing import check_addressing
     from ..outputs.writer import check_output_file, write_output_file
-    from ..servers import resolve_server
+    from ..hardware.catalog import resolve_server
     from ..sizing import plan_fabric
 
     fields = dict(fields or {})

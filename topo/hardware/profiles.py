@@ -1,14 +1,15 @@
-"""Server profiles: one server type as NCCL sees it, for the NCCL topology file (docs/nccl.md).
+"""Reading a server profile: a user's YAML file (``--server FILE``), checked to the last value.
 
 A profile lists the CPUs (one per NUMA node, as NCCL's ``<cpu>``), the PCIe switches under each,
 and the GPUs and fabric NICs under each switch, with the values NCCL reads: bus ids, PCIe link
 speed and width, the GPU's compute capability and NVLinks, the NIC's RDMA device name, port, speed
-and GUID. Two profiles ship in ``topo/data/servers.yaml``; users describe their own servers in a
-YAML file with the same schema. Everything is checked when a profile is read, and all problems are
-reported at once in one :class:`~topo.errors.SpecError`. A profile file is user input: every number
-in it is bounded before anything is computed from it (CPU numbers below MAX_CPUS, masks of at most
-MAX_MASK_WORDS words, at most MAX_ENTRIES NUMA nodes, switches, GPUs and NICs), error lines quote
-values with :func:`~topo.errors.quote`, and a YAML alias is never expanded (docs/nccl.md, "Bounds").
+and GUID. The shipped profiles (``topo/data/hardware/servers.yaml``, read by
+:mod:`topo.hardware.catalog`) have the same schema, and are read by the same code. Everything is
+checked when a profile is read, and all problems are reported at once in one
+:class:`~topo.errors.SpecError`. A profile file is user input: every number in it is bounded before
+anything is computed from it (CPU numbers below MAX_CPUS, masks of at most MAX_MASK_WORDS words, at
+most MAX_ENTRIES NUMA nodes, switches, GPUs and NICs), error lines quote values with
+:func:`~topo.errors.quote`, and a YAML alias is never expanded (docs/nccl.md, "Bounds").
 
 Derived facts, computed here so that the writer only prints them:
 
@@ -21,46 +22,26 @@ Derived facts, computed here so that the writer only prints them:
   given: stable, and unique because bus ids are.
 * CPU ``affinity``: NCCL's hex-word mask, computed from a Linux ``cpulist`` when one is given.
 
-:meth:`ServerProfile.node_model` gives the hardware facts the all-reduce model needs (docs/model.md) as a
-:class:`NodeModel`: counts, NVLink bandwidth and NVSwitch generation (from the GPU keys ``nvlink_bw`` and
-``nvswitch``, else from ``sm`` and ``nvlink`` by the tables below), PCIe rates and the CPU vendor. The two
-keys are not written to the NCCL topology file.
+:func:`generic_profile` builds a profile from counts alone, for a spec that names none.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import islice
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-
-from .errors import SpecError, did_you_mean, key_name, quote
-from .inputs import InputFileError, read_text, shown_path
-from .spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
-
-if TYPE_CHECKING:
-    from .spec import FabricSpec
+from ..errors import SpecError, did_you_mean, key_name, quote
+from ..inputs import InputFileError, read_text, shown_path
+from ..spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
+from .nvlink import MAX_NVLINK_BW, MAX_NVSWITCH_GENERATION
+from .pcie import GENERIC_PCIE_WIDTHS, LINK_SPEEDS, PCIE_GENERATIONS, pcie_link_for, pcie_mbps
+from .servers import Cpu, GpuSlot, Nic, PciSwitch, ServerProfile, nic_guid, rails_of_gpu
 
 #: Bus id in the form NCCL compares against: domain, bus, device (0-1f), function (0-7), lower case.
 BUSID_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]")
-#: The ``link_speed`` strings NCCL's dictionary holds (topo.cc ``kvDictPciGen``), to GB/s per lane x 8.
-LINK_SPEEDS = {
-    "2.5 GT/s": 15, "5 GT/s": 30, "8 GT/s": 60, "16 GT/s": 120, "32 GT/s": 240,
-    "2.5 GT/s PCIe": 15, "5.0 GT/s PCIe": 30, "8.0 GT/s PCIe": 60, "16.0 GT/s PCIe": 120,
-    "32.0 GT/s PCIe": 240, "64.0 GT/s PCIe": 480,
-}
-#: PCIe generations as NCCL's dumps spell them, slowest first: (link_speed, generation).
-PCIE_GENERATIONS = (("2.5 GT/s PCIe", 1), ("5.0 GT/s PCIe", 2), ("8.0 GT/s PCIe", 3), ("16.0 GT/s PCIe", 4),
-                    ("32.0 GT/s PCIe", 5), ("64.0 GT/s PCIe", 6))
-#: Oldest generation a generic profile is given: Gen3, the link of the oldest GPUs NCCL supports (sm 60).
-GENERIC_MIN_PCIE_GENERATION = 3
-#: Lane counts a generic profile tries, narrowest first (x32 only when no x16 link carries the NIC).
-GENERIC_PCIE_WIDTHS = (16, 32)
 #: Linux's most CPUs (CONFIG_NR_CPUS at its maximum): CPU numbers run from 0 to 8191.
 MAX_CPUS = 8192
 #: An affinity mask has a 32-bit hex word per 32 CPUs: at most 256 words, 2,303 characters with commas.
@@ -78,28 +59,6 @@ ARCHS = ("x86_64", "arm64", "ppc64")
 X86_VENDORS = ("GenuineIntel", "AuthenticAMD", "CentaurHauls", "  Shanghai  ")
 #: Vendor/device id attributes a switch may carry, in the order they are written.
 SWITCH_IDS = ("vendor", "device", "subsystem_vendor", "subsystem_device")
-#: NVSwitch PCI class: the target class of a GPU's NVLinks on an NVSwitch system.
-NVSWITCH_CLASS = "0x068000"
-
-#: NVLink bandwidth of one link, GB/s in each direction, by NVLink generation. NVIDIA's published rates:
-#: NVLink1 (P100) 20, NVLink2 (V100), NVLink3 (A100) and NVLink4 (H100) 25, NVLink5 (B200) 50. Check
-#: against the per-GPU totals NVIDIA quotes for both directions: V100 6 links 300 GB/s, A100 12 links
-#: 600 GB/s, H100 SXM 18 links 900 GB/s, B200 18 links 1.8 TB/s.
-NVLINK_GBPS_PER_LINK = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
-#: NVLink generation of a GPU by compute capability x 10, newest first: (lowest sm, generation). sm 60
-#: Pascal, 70 Volta, 80 Ampere, 90 Hopper, 100 and later Blackwell; below 60 counts as NVLink1.
-NVLINK_GENERATION_BY_SM = ((100, 5), (90, 4), (80, 3), (70, 2), (60, 1))
-#: NVSwitch generation that goes with an NVLink generation (NVIDIA's NVSwitch pages): the first NVSwitch
-#: (DGX-2, V100) speaks NVLink2, the second (A100) NVLink3, the third (H100) NVLink4, the fourth (B200)
-#: NVLink5; there was none for NVLink1.
-NVSWITCH_BY_NVLINK_GENERATION = {1: 0, 2: 1, 3: 2, 4: 3, 5: 4}
-#: What :meth:`ServerProfile.node_model` takes for a GPU whose profile does not say (a generic profile):
-#: an H100 (sm 90) on an HGX board, 18 NVLink4 links to third-generation NVSwitches.
-ASSUMED_SM = 90
-ASSUMED_NVLINKS = 18
-#: Bounds of the GPU keys ``nvlink_bw`` (GB/s each way, above 0) and ``nvswitch`` (0 for none).
-MAX_NVLINK_BW = 10_000
-MAX_NVSWITCH_GENERATION = 9
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 _NIC_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}")
@@ -107,302 +66,6 @@ _HEX_RE = re.compile(r"0x[0-9a-f]+")
 _MASK_RE = re.compile(r"[0-9a-f]{8}(,[0-9a-f]{8})*")
 _CPULIST_RE = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
 _SAFE_TEXT_RE = re.compile(r"[ -~]{1,200}")  # printable ASCII, no quotes checked separately
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU: its PCI function and the ``<gpu>`` values NCCL reads.
-
-    ``nvlink_bw`` (GB/s each way) and ``nvswitch`` (generation, 0 for none) are for the all-reduce
-    model only (:class:`NodeModel`): NCCL reads neither, and the topology file does not hold them.
-    """
-
-    busid: str
-    dev: int
-    sm: int | None
-    gdr: int | None
-    nvlink: int
-    link_speed: str
-    link_width: int
-    nvlink_bw: float | None = None
-    nvswitch: int | None = None
-
-
-@dataclass(frozen=True)
-class Nic:
-    """One fabric NIC port: its PCI function and the ``<net>`` values NCCL reads."""
-
-    busid: str
-    name: str
-    rail: int
-    port: int
-    speed_mbps: int
-    guid: str
-    gdr: int | None
-    link_speed: str
-    link_width: int
-    pci_class: str | None
-
-
-@dataclass(frozen=True)
-class PciSwitch:
-    """A PCIe switch with the GPUs and NICs below it."""
-
-    busid: str
-    link_speed: str
-    link_width: int
-    ids: tuple[tuple[str, str], ...]
-    gpus: tuple[Gpu, ...]
-    nics: tuple[Nic, ...]
-
-
-@dataclass(frozen=True)
-class Cpu:
-    """One NUMA node (NCCL's ``<cpu>``) with its PCIe switches."""
-
-    numaid: int
-    affinity: str
-    arch: str
-    vendor: str | None
-    familyid: int | None
-    modelid: int | None
-    switches: tuple[PciSwitch, ...]
-
-
-def nvlink_generation(sm: int) -> int:
-    """The NVLink generation of a GPU of compute capability ``sm`` (x 10), by NVLINK_GENERATION_BY_SM.
-
-    >>> nvlink_generation(70), nvlink_generation(80), nvlink_generation(90), nvlink_generation(100)
-    (2, 3, 4, 5)
-    """
-    return next((gen for low, gen in NVLINK_GENERATION_BY_SM if sm >= low), NVLINK_GENERATION_BY_SM[-1][1])
-
-
-@dataclass(frozen=True)
-class NodeModel:
-    """The facts of one server the all-reduce model needs (docs/model.md), from its profile.
-
-    Where the GPUs of a profile differ, each value is the slowest GPU's (the lowest ``sm``,
-    ``nvlink_bw`` and ``nvswitch``), as a collective runs at the pace of its slowest member.
-
-    Attributes
-    ----------
-    gpus, nics : int
-        GPUs and fabric NICs per server.
-    nic_gbps : float
-        Speed of the slowest NIC, Gb/s.
-    sm : int
-        Compute capability x 10; ASSUMED_SM (90) when the profile gives none (a generic profile).
-    nvlink_bw : float
-        NVLink bandwidth of one GPU, GB/s in each direction: the profile's ``nvlink_bw``, else its
-        NVLinks x NVLINK_GBPS_PER_LINK of the generation ``sm`` gives; 0.0 for a GPU with ``nvlink``
-        0 and a known ``sm``. A GPU with neither ``nvlink`` nor ``sm`` is taken for an HGX H100
-        (ASSUMED_NVLINKS, 18 links: 450.0).
-    nvswitch : int
-        NVSwitch generation the NVLinks go to: the profile's ``nvswitch``, else the one that goes with
-        the NVLink generation (NVSWITCH_BY_NVLINK_GENERATION) when the GPU has NVLinks, else 0.
-    gpu_pcie_GBps, nic_pcie_GBps : float
-        Data rate, GB/s each way, of the slowest GPU and the slowest NIC PCIe link
-        (:func:`pcie_mbps` / 8000).
-    cpu_vendor : str
-        ``"intel"``, ``"amd"``, ``"arm"`` or ``"other"``; ``"mixed"`` when the CPUs differ.
-    assumed : tuple of str
-        The fields among ``sm``, ``nvlink_bw`` and ``nvswitch`` some GPU's profile entry does not
-        give, so that a table or an assumption filled them in, sorted.
-
-    Examples
-    --------
-    >>> m = server_profiles()["hgx-h100-8nic"].node_model()
-    >>> m.nvlink_bw, m.nvswitch, m.sm, m.nvls, m.assumed
-    (450.0, 3, 90, True, ())
-    >>> m.gpu_pcie_GBps, m.nic_gbps, m.cpu_vendor
-    (63.015375, 400.0, 'intel')
-    >>> g = generic_profile(8, 8, 400).node_model()
-    >>> g.sm, g.nvlink_bw, g.nvswitch, g.assumed
-    (90, 450.0, 3, ('nvlink_bw', 'nvswitch', 'sm'))
-    """
-
-    gpus: int
-    nics: int
-    nic_gbps: float
-    sm: int
-    nvlink_bw: float
-    nvswitch: int
-    gpu_pcie_GBps: float
-    nic_pcie_GBps: float
-    cpu_vendor: str
-    assumed: tuple[str, ...]
-
-    @property
-    def nvls(self) -> bool:
-        """Whether NVLink SHARP can run: it needs third-generation NVSwitches or later and Hopper or newer."""
-        return self.nvswitch >= 3 and self.sm >= 90 and self.nvlink_bw > 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain values for JSON, floats rounded to 3 decimals.
-
-        >>> server_profiles()["hgx-h100-4nic"].node_model().to_dict()["nic_pcie_GBps"]
-        63.015
-        """
-        return {
-            "gpus": self.gpus, "nics": self.nics, "nic_gbps": round(self.nic_gbps, 3), "sm": self.sm,
-            "nvlink_bw": round(self.nvlink_bw, 3), "nvswitch": self.nvswitch, "nvls": self.nvls,
-            "gpu_pcie_GBps": round(self.gpu_pcie_GBps, 3), "nic_pcie_GBps": round(self.nic_pcie_GBps, 3),
-            "cpu_vendor": self.cpu_vendor, "assumed": list(self.assumed),
-        }
-
-
-def _gpu_nvlink(gpu: Gpu, assumed: set[str]) -> tuple[int, float, int]:
-    """One GPU's (sm, nvlink_bw, nvswitch) for :class:`NodeModel`, adding what was not given to ``assumed``."""
-    sm = ASSUMED_SM if gpu.sm is None else gpu.sm
-    links = gpu.nvlink or (ASSUMED_NVLINKS if gpu.sm is None else 0)
-    generation = nvlink_generation(sm)
-    if gpu.sm is None:
-        assumed.add("sm")
-    if gpu.nvlink_bw is None:
-        assumed.add("nvlink_bw")
-    if gpu.nvswitch is None:
-        assumed.add("nvswitch")
-    bw = links * NVLINK_GBPS_PER_LINK[generation] if gpu.nvlink_bw is None else gpu.nvlink_bw
-    nvswitch = gpu.nvswitch
-    if nvswitch is None:
-        nvswitch = NVSWITCH_BY_NVLINK_GENERATION[generation] if bw > 0 else 0
-    return sm, bw, nvswitch
-
-
-def _cpu_vendor(cpu: Cpu) -> str:
-    """``"arm"`` for an arm64 CPU, ``"intel"`` or ``"amd"`` by the x86 vendor, else ``"other"``."""
-    if cpu.arch in ("arm64", "aarch64"):
-        return "arm"
-    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(cpu.vendor or "", "other")
-
-
-@dataclass(frozen=True)
-class ServerProfile:
-    """One server type, checked. Read one with :func:`resolve_server` or :func:`load_server_profile`.
-
-    Attributes
-    ----------
-    name : str
-        Profile name; the NCCL files are called ``nccl/<name>-topo.xml`` and ``nccl/<name>.env``.
-    description : str
-    cpus : tuple of Cpu
-    socket_ifname : str or None
-        ``NCCL_SOCKET_IFNAME`` for the bootstrap network, when the profile names one.
-    source : str
-        ``"shipped"``, ``"generic"`` or the path of the YAML file it came from.
-
-    Examples
-    --------
-    >>> p = server_profiles()["hgx-h100-8nic"]
-    >>> p.gpu_count, p.nic_count, p.nic_gbps
-    (8, 8, 400)
-    >>> [(g.busid, g.dev) for g in p.gpus][:2]
-    [('0000:1b:00.0', 0), ('0000:43:00.0', 1)]
-    >>> [(n.name, n.rail) for n in p.nics_of_gpu(3)]
-    [('mlx5_3', 3)]
-    """
-
-    name: str
-    description: str
-    cpus: tuple[Cpu, ...]
-    socket_ifname: str | None
-    source: str
-
-    @property
-    def switches(self) -> tuple[PciSwitch, ...]:
-        return tuple(sw for cpu in self.cpus for sw in cpu.switches)
-
-    @property
-    def gpus(self) -> tuple[Gpu, ...]:
-        """GPUs by ``dev`` (NVML index = local rank)."""
-        return tuple(sorted((g for sw in self.switches for g in sw.gpus), key=lambda g: g.dev))
-
-    @property
-    def nics(self) -> tuple[Nic, ...]:
-        """NICs by rail."""
-        return tuple(sorted((n for sw in self.switches for n in sw.nics), key=lambda n: n.rail))
-
-    @property
-    def gpu_count(self) -> int:
-        return sum(len(sw.gpus) for sw in self.switches)
-
-    @property
-    def nic_count(self) -> int:
-        return sum(len(sw.nics) for sw in self.switches)
-
-    @property
-    def nic_gbps(self) -> int | None:
-        """NIC speed in Gb/s when all NICs have the same one, else None."""
-        speeds = {n.speed_mbps for n in self.nics}
-        return speeds.pop() // 1000 if len(speeds) == 1 else None
-
-    @property
-    def generic(self) -> bool:
-        """Built from counts alone: bus ids and CPU values are placeholders."""
-        return self.source == "generic"
-
-    def nics_of_gpu(self, dev: int) -> tuple[Nic, ...]:
-        """The NICs GPU ``dev`` uses (its rail or rails)."""
-        return tuple(n for n in self.nics if n.rail in rails_of_gpu(dev, self.gpu_count, self.nic_count))
-
-    def node_model(self) -> NodeModel:
-        """The facts the all-reduce model needs, as a :class:`NodeModel` (see there for the defaults).
-
-        >>> server_profiles()["hgx-h100-4nic"].node_model().nics, generic_profile(8, 8, 400).node_model().nvls
-        (4, True)
-        """
-        assumed: set[str] = set()
-        per_gpu = [_gpu_nvlink(g, assumed) for g in self.gpus]
-        vendors = {_cpu_vendor(c) for c in self.cpus}
-        return NodeModel(
-            gpus=self.gpu_count, nics=self.nic_count,
-            nic_gbps=min(n.speed_mbps for n in self.nics) / 1000,
-            sm=min(sm for sm, _, _ in per_gpu),
-            nvlink_bw=float(min(bw for _, bw, _ in per_gpu)),
-            nvswitch=min(ns for _, _, ns in per_gpu),
-            gpu_pcie_GBps=min(pcie_mbps(g.link_speed, g.link_width) for g in self.gpus) / 8000,
-            nic_pcie_GBps=min(pcie_mbps(n.link_speed, n.link_width) for n in self.nics) / 8000,
-            cpu_vendor=vendors.pop() if len(vendors) == 1 else "mixed",
-            assumed=tuple(sorted(assumed)),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """A summary for people and for ``--format json``: counts, CPUs, and the GPU-NIC pairing."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "source": self.source,
-            "gpus": self.gpu_count,
-            "nics": self.nic_count,
-            "nic_gbps": self.nic_gbps,
-            "cpus": [{"numaid": c.numaid, "arch": c.arch, "vendor": c.vendor, "familyid": c.familyid,
-                      "modelid": c.modelid, "switches": len(c.switches)} for c in self.cpus],
-            "pairing": [{"gpu": g.dev, "gpu_busid": g.busid,
-                         "nics": [n.name for n in self.nics_of_gpu(g.dev)]} for g in self.gpus],
-        }
-
-
-def rails_of_gpu(dev: int, gpus: int, nics: int) -> range:
-    """Rails (NIC indices) GPU ``dev`` uses, as the fabric pairs them (see topo.collective).
-
-    >>> list(rails_of_gpu(5, 8, 4)), list(rails_of_gpu(1, 4, 8)), list(rails_of_gpu(3, 8, 8))
-    ([2], [2, 3], [3])
-    """
-    if gpus >= nics:
-        rail = dev * nics // gpus
-        return range(rail, rail + 1)
-    per = nics // gpus
-    return range(dev * per, dev * per + per)
-
-
-def nic_guid(busid: str) -> str:
-    """The GUID topo gives a NIC that has none in its profile: derived from its bus id.
-
-    >>> nic_guid("0000:18:00.0")
-    '0x2bde0d644047d15e'
-    """
-    return "0x" + hashlib.sha256(f"nic-guid:{busid}".encode()).hexdigest()[:16]
 
 
 def cpulist_to_mask(cpus: set[int], words: int) -> str:
@@ -464,35 +127,6 @@ def _cpulist_bits(text: str) -> int:
             raise ValueError(f"names more than {MAX_CPUS} CPUs, more than Linux has (CONFIG_NR_CPUS)")
         bits |= (1 << (last + 1)) - (1 << first)
     return bits
-
-
-def pcie_mbps(link_speed: str, link_width: int) -> int:
-    """Data rate of a PCIe link in Mb/s, each way, after line encoding.
-
-    The transfer rate is the number ``link_speed`` starts with; 8b/10b encoding for 2.5 and 5 GT/s
-    (Gen1-2), 128b/130b for 8 to 32 GT/s (Gen3-5), and Gen6's FLIT mode at 64 GT/s: a 256-byte flit
-    carries 236 bytes of transaction layer packets (the rest is link-layer, CRC and FEC bytes).
-
-    >>> pcie_mbps("32.0 GT/s PCIe", 16), pcie_mbps("64.0 GT/s PCIe", 16), pcie_mbps("16 GT/s", 8)
-    (504123, 944000, 126030)
-    """
-    gts_mbps = round(float(link_speed.split()[0]) * 1000)
-    num, den = (8, 10) if gts_mbps <= 5000 else (128, 130) if gts_mbps <= 32000 else (236, 256)
-    return gts_mbps * link_width * num // den
-
-
-def pcie_link_for(speed_mbps: int) -> tuple[str, int] | None:
-    """The PCIe link a generic profile gives a NIC of ``speed_mbps``: the lowest generation from Gen3
-    whose x16 link carries it, else the lowest whose x32 link does; None if no link NCCL knows does.
-
-    >>> pcie_link_for(400_000), pcie_link_for(800_000), pcie_link_for(100_000), pcie_link_for(1_600_000)
-    (('32.0 GT/s PCIe', 16), ('64.0 GT/s PCIe', 16), ('8.0 GT/s PCIe', 16), ('64.0 GT/s PCIe', 32))
-    """
-    for width in GENERIC_PCIE_WIDTHS:
-        for speed, generation in PCIE_GENERATIONS:
-            if generation >= GENERIC_MIN_PCIE_GENERATION and pcie_mbps(speed, width) >= speed_mbps:
-                return speed, width
-    return None
 
 
 # --- reading a profile ------------------------------------------------------------------------------
@@ -628,8 +262,9 @@ _SWITCH_KEYS = ("busid", "link_speed", "link_width", *SWITCH_IDS, "gpus", "nics"
 _CPU_KEYS = ("numaid", "cpulist", "affinity", "arch", "vendor", "familyid", "modelid", "switches")
 
 
-def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
-    """Check one profile mapping (the schema of docs/nccl.md) and build the profile.
+def profile_from_dict(name: str, data: Any, source: str, gpu_model: str | None = None) -> ServerProfile:
+    """Check one profile mapping (the schema of docs/nccl.md) and build the profile; ``gpu_model``
+    is the catalogue name of its GPUs' model, where that is known (a shipped profile).
 
     Raises
     ------
@@ -651,7 +286,7 @@ def profile_from_dict(name: str, data: Any, source: str) -> ServerProfile:
     if r.problems:
         raise SpecError(r.reported())
     return ServerProfile(name=name, description=description, cpus=tuple(cpus),
-                         socket_ifname=socket_ifname, source=source)
+                         socket_ifname=socket_ifname, source=source, gpu_model=gpu_model)
 
 
 @dataclass
@@ -791,13 +426,13 @@ def _assign_gpu_devs(r: _Reader, gpu_rows: list[tuple[str, dict]]) -> list[int]:
     return devs
 
 
-def _build_gpus(r: _Reader, gpu_rows: list[tuple[str, dict]], devs: list[int]) -> list[Gpu]:
-    """The Gpu objects, in row order, with their sm, gdr, NVLinks, PCIe link, NVLink bandwidth and
+def _build_gpus(r: _Reader, gpu_rows: list[tuple[str, dict]], devs: list[int]) -> list[GpuSlot]:
+    """The GpuSlot objects, in row order, with their sm, gdr, NVLinks, PCIe link, NVLink bandwidth and
     NVSwitch generation checked."""
-    gpus: list[Gpu] = []
+    gpus: list[GpuSlot] = []
     for i, (f, v) in enumerate(gpu_rows):
         sm = v.get("sm")
-        gpus.append(Gpu(
+        gpus.append(GpuSlot(
             busid=v["busid"], dev=devs[i],
             sm=None if sm is None else r.integer(sm, f"{f}.sm", 10, 1000),
             gdr=r.flag(v.get("gdr"), f"{f}.gdr"),
@@ -907,7 +542,7 @@ def _read_nic_class(r: _Reader, pci_class: Any, field: str) -> str | None:
     return pci_class
 
 
-def _build_switches(r: _Reader, switch_rows: list[tuple[str, dict, list[int], list[int]]], gpus: list[Gpu],
+def _build_switches(r: _Reader, switch_rows: list[tuple[str, dict, list[int], list[int]]], gpus: list[GpuSlot],
                     nics: list[Nic]) -> list[PciSwitch]:
     """The PciSwitch objects, in row order, with their PCIe link and vendor/device ids checked."""
     switches: list[PciSwitch] = []
@@ -1051,7 +686,7 @@ def _name_text(name: Any) -> Any:
 
 
 def load_server_profile(path: str | Path) -> ServerProfile:
-    """Read a user's profile file (same schema as ``topo/data/servers.yaml``, see docs/nccl.md)."""
+    """Read a user's profile file (same schema as ``topo/data/hardware/servers.yaml``, see docs/nccl.md)."""
     path = Path(path)
     try:  # a regular file of at most MAX_SPEC_BYTES: never a FIFO that blocks or a /dev/zero
         text = read_text(path)
@@ -1064,14 +699,6 @@ def load_server_profile(path: str | Path) -> ServerProfile:
         raise SpecError([f"server: profile file {_shown_path(path)}: cannot read it ({exc})"]) from None
     stem = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-._") or "server"
     return read_profile_text(text, str(path), stem)
-
-
-@lru_cache(maxsize=1)
-def server_profiles() -> dict[str, ServerProfile]:
-    """The server profiles shipped with topo, by name (read and checked once)."""
-    text = resources.files("topo.data").joinpath("servers.yaml").read_text(encoding="utf-8")
-    raw = parse_yaml(text, "shipped server profiles")
-    return {name: profile_from_dict(name, body, "shipped") for name, body in raw.items()}
 
 
 def generic_profile(gpus: int, nics: int, nic_gbps: int) -> ServerProfile:
@@ -1128,83 +755,3 @@ def generic_profile(gpus: int, nics: int, nic_gbps: int) -> ServerProfile:
                  for s in range(sockets)],
     }
     return profile_from_dict(f"generic-{gpus}gpu-{nics}nic", body, "generic")
-
-
-def _is_file(path: Path) -> bool:
-    """Whether ``path`` names a file; False for a name the system refuses (too long, a NUL byte)."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def _is_path(value: str) -> bool:
-    return value.lower().endswith((".yaml", ".yml")) or "/" in value or "\\" in value
-
-
-def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> ServerProfile:
-    """The server profile of a spec: its ``server`` field, or one chosen from the node shape.
-
-    ``server`` is a shipped profile's name or the path of a YAML profile (relative to ``base_dir``,
-    the spec file's folder, when given). Without it, the shipped profile with the spec's GPUs, NICs
-    and NIC speed per node is taken, else a :func:`generic_profile` for those counts.
-
-    Raises
-    ------
-    SpecError
-        For an unknown name, an unreadable or malformed profile, or a profile whose GPU count, NIC
-        count or NIC speed differs from the spec's.
-
-    Examples
-    --------
-    >>> from topo.spec import load_spec
-    >>> resolve_server(load_spec({"gpus": 64, "nics_per_node": 4})).name
-    'hgx-h100-4nic'
-    >>> resolve_server(load_spec({"gpus": 64, "server": "hgx-h100-8nik"}))
-    Traceback (most recent call last):
-    ...
-    topo.errors.SpecError: server: unknown server profile 'hgx-h100-8nik' (did you mean 'hgx-h100-8nic'?); known: hgx-h100-4nic, hgx-h100-8nic, or the path of a YAML profile (docs/nccl.md)
-    """
-    gpn, npn, gbps = spec.gpus_per_node, spec.nic_ports, spec.nic_port_gbps  # a NIC port is a device
-    shipped = server_profiles()
-    value = spec.server
-    if value is None:
-        for name in sorted(shipped):
-            p = shipped[name]
-            if (p.gpu_count, p.nic_count, p.nic_gbps) == (gpn, npn, gbps):
-                return p
-        return generic_profile(gpn, npn, gbps)
-    if value in shipped:
-        profile = shipped[value]
-    elif _is_path(value) or _is_file(Path(base_dir or ".") / value):
-        path = Path(value)
-        if not path.is_absolute() and base_dir is not None:
-            path = Path(base_dir) / path
-        profile = load_server_profile(path)
-    else:
-        known = ", ".join(sorted(shipped))
-        raise SpecError([f"server: unknown server profile {quote(value)}{did_you_mean(value, shipped)}; "
-                         f"known: {known}, or the path of a YAML profile (docs/nccl.md)"])
-    check_server(profile, spec)
-    return profile
-
-
-def check_server(profile: ServerProfile, spec: "FabricSpec") -> None:
-    """Raise SpecError when a profile's GPU count, NIC count or NIC speed differs from the spec's."""
-    gpn, npn, gbps = spec.gpus_per_node, spec.nic_ports, spec.nic_port_gbps  # a NIC port is a device
-    problems = []
-    nics = f"nics_per_node={npn}" if spec.planes == 1 else \
-        f"nics_per_node={spec.nics_per_node} x planes={spec.planes} = {npn} NIC ports (one RDMA device each)"
-    speed = f"nic_gbps={gbps}" if spec.planes == 1 else f"nic_gbps={spec.nic_gbps} / planes={spec.planes} = {gbps}"
-    if (profile.gpu_count, profile.nic_count) != (gpn, npn):
-        problems.append(
-            f"server={profile.name} has {profile.gpu_count} GPUs and {profile.nic_count} NICs per node, but "
-            f"gpus_per_node={gpn} and {nics}")
-    speeds = sorted({n.speed_mbps for n in profile.nics})
-    if speeds != [gbps * 1000]:
-        shown = " and ".join(f"{s:,} Mb/s" for s in speeds)
-        problems.append(
-            f"server={profile.name}: NIC speed {shown} does not match {speed} "
-            f"({gbps * 1000:,} Mb/s); NCCL takes the file's speed over what it detects")
-    if problems:
-        raise SpecError(problems)
