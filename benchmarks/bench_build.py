@@ -100,9 +100,9 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
 
     from topo.fabric import build_fabric
     from topo.outputs.build import build_files
-    from topo.outputs.cabling import plan_cabling
+    from topo.cabling import plan_cabling
     from topo.outputs.configs import ConfigJob
-    from topo.outputs.summary import summarize
+    from topo.summary import summarize
     from topo.outputs.writer import OutputFolder
     from topo.spec import load_spec
 

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from topo.catalog import platform_catalog
-from topo.outputs.qos import BROADCOM_ASICS, cable_bytes
+from topo.qos import BROADCOM_ASICS, cable_bytes
 
 
 def fit(asic: str) -> tuple[float, float, float, float]:

@@ -19,7 +19,7 @@ from topo.outputs.nccl_xml import (
     read_nccl_graph,
     read_nccl_topology,
 )
-from topo.outputs.qos import QOS_PROFILES
+from topo.qos import QOS_PROFILES
 from topo.servers import (
     LINK_SPEEDS,
     generic_profile,

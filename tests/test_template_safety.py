@@ -688,7 +688,7 @@ def test_every_fact_a_template_sees_is_plain_data(monkeypatch):
 
     monkeypatch.setattr(jinja2.Template, "new_context", spy)
     from topo.outputs.build import render_build
-    from topo.outputs.summary import summarize
+    from topo.summary import summarize
     for spec in ({"gpus": 256}, {"gpus": 512, "dual_tor": True}):
         fabric = build_fabric(load_spec(spec))
         render_build(fabric, summarize(fabric))

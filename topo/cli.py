@@ -29,7 +29,7 @@ from .analysis.choices import (ALGORITHMS, DEFAULT_HASH_SAMPLES, DEFAULT_SIZES, 
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis.analyze import Analysis, AnalysisOptions
-    from .outputs.summary import Summary
+    from .summary import Summary
     from .spec import FabricSpec
 
 # Everything else is imported by the command that uses it: ``topo --version``, ``--help`` and the
@@ -846,11 +846,12 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
     from .addressing import check_addressing
     from .fabric import build_fabric, check_memory, is_ethernet
     from .outputs.build import build_files
-    from .outputs.cabling import cabling_line, plan_cabling
+    from .cabling import plan_cabling
+    from .outputs.cabling import cabling_line
     from .outputs.caveats import caveats
     from .outputs.configs import ConfigJob
     from .outputs.report import review
-    from .outputs.summary import summarize
+    from .summary import summarize
     from .outputs.writer import OutputFolder
     from .servers import resolve_server
     from .sizing import plan_fabric
@@ -999,10 +1000,10 @@ def check_command(design: Path, templates: tuple[Path, ...], jobs: int | None, f
     from .analysis.analyze import analyze
     from .fabric import build_fabric
     from .outputs.build import build_files
-    from .outputs.cabling import plan_cabling
+    from .cabling import plan_cabling
     from .outputs.check import check_folder
     from .outputs.manifest import NotABuild, read_manifest
-    from .outputs.summary import summarize
+    from .summary import summarize
     from .servers import resolve_server
     from .sizing import plan_fabric
 
@@ -1087,12 +1088,12 @@ def report_command(designs: tuple[Path, ...], output: Path | None, force: bool, 
     from .addressing import check_addressing
     from .analysis.analyze import analyze, what_if_parts
     from .fabric import build_fabric
-    from .outputs.cabling import plan_cabling
+    from .cabling import plan_cabling
     from .outputs.caveats import caveats
     from .outputs.check import design_problems
     from .outputs.manifest import with_manifest
     from .outputs.report import key_table, report_data, report_files, review
-    from .outputs.summary import summarize
+    from .summary import summarize
     from .outputs.writer import OutputFolder
     from .servers import resolve_server
     from .sizing import plan_fabric

@@ -20,7 +20,8 @@ from ..caveats import Caveat
 from .caveats import caveats
 from ..fabric import ROLES, Fabric, is_ethernet
 from ..servers import resolve_server
-from .cabling import cabling_files, cabling_line, plan_cabling
+from ..cabling import plan_cabling
+from .cabling import cabling_files, cabling_line
 from .configs import CONFIG_OUTPUTS, ConfigJob, config_files
 from .design import core_files, spec_and_inputs
 from .exports import EXPORT_OUTPUTS, FULL_DOT_MAX_LINKS, export_files
@@ -28,14 +29,14 @@ from .manifest import with_manifest
 from .nccl import NCCL_OUTPUTS, nccl_files
 from .placement import PLACEMENT_OUTPUTS, placement_files
 from .report import REPORT_OUTPUTS, Review, report_files, review
-from .summary import Summary
+from ..summary import Summary
 from .templating import (TemplateError, packaged_template_dir, render_template, template_display_name,
                          template_environment)
 
 if TYPE_CHECKING:
     from ..analysis.analyze import Analysis
     from ..servers import ServerProfile
-    from .cabling import Cabling
+    from ..cabling import Cabling
 
 #: The build folder's own templated output: (output path, template, rendered for).
 README_OUTPUTS = (("README.md", "summary.md.j2", "the build"),)

@@ -21,7 +21,7 @@ from .nccl_xml import TOPO_XML_MAX_NODES
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.analyze import Analysis
     from ..servers import ServerProfile
-    from .cabling import Cabling
+    from ..cabling import Cabling
 
 
 def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cabling | None" = None,

@@ -38,8 +38,8 @@ from ..errors import TopoError
 from ..fabric import (KIND_NAMES, LINK_KINDS, PEER_KIND, PEER_LINK, PEER_LINK_M, ROLES, Fabric, cabled_links, end_lanes,
                       is_ethernet)
 from ..spec import tier_switch
-from .buffers import BufferLayout, PortLoad, switch_layout
-from .qos import BROADCOM_ASICS, QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
+from ..buffers import BufferLayout, PortLoad, switch_layout
+from ..qos import BROADCOM_ASICS, QOS_PROFILES, QosProfile, pfc_headroom, table_headroom, vendor_headroom
 from .manifest import Written, digest
 from .templating import TemplateError, render_template, template_environment
 from .writer import write_file

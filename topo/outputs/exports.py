@@ -37,7 +37,7 @@ from ..errors import TopoError
 from ..fabric import (KIND_NAMES, PEER_KIND, ROLES, Fabric, Shared, edge_attributes, edge_ends, edge_groups,
                       is_ethernet, switch_port_names, vertex_attributes)
 from ..fabric import cabled_links as all_links
-from .summary import switch_breakouts as summary_breakouts
+from ..summary import switch_breakouts as summary_breakouts
 from ..spec import tier_switch
 from .diagram import fabric_svg
 from .templating import render_template, template_environment

@@ -35,7 +35,7 @@ from ..fabric import Fabric, is_ethernet
 from ..spec import DUAL_TOR_QPS
 from ..servers import NVSWITCH_CLASS, ServerProfile, check_server, resolve_server
 from .nccl_xml import TOPO_XML_MAX_NODES, NcclXmlError, XmlElement, check_topology, dump_xml
-from .qos import QOS_PROFILES
+from ..qos import QOS_PROFILES
 from .templating import render_template, template_environment
 
 if TYPE_CHECKING:
