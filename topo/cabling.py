@@ -34,7 +34,6 @@ import numpy as np
 from .addressing import member_port
 from .catalog import power_class, switch_catalog
 from .fabric import KIND_NAMES, LINK_KINDS, PEER_KIND, PEER_LINK_M, ROLES, Fabric, cabled_links, end_lanes
-from .spec import tier_switch
 from .media import (COPPER, OPTICAL, Cage, CablingError, MediaCatalog, Medium, MediumAtSpeed, media_catalog,
                     speed_text)
 
@@ -343,7 +342,7 @@ def _ends(fabric: Fabric, catalog: MediaCatalog) -> _Ends:
     tier_class = np.zeros(4, dtype=np.int64)
     lane_gbps = 1
     for t in range(1, fabric.plan.tiers + 1):
-        sw = tier_switch(spec, t)
+        sw = fabric.tier_switch(t)
         cage = catalog.cage(sw.model)
         lanes = fabric.addressing.tier_lanes(t)
         lane = max(1, sw.port_gbps // max(lanes, 1))
@@ -667,7 +666,7 @@ def _switch_lines(fabric: Fabric) -> tuple[list[BomLine], float | None, str | No
     assumed = None
     lines = []
     for t in range(1, fabric.plan.tiers + 1):
-        sw = tier_switch(spec, t)
+        sw = fabric.tier_switch(t)
         if sw.model:
             unit_w, model_name = switch_catalog()[sw.model].power_w, sw.model
         else:
@@ -804,7 +803,7 @@ def plan_cabling(fabric: Fabric, catalog: MediaCatalog | None = None) -> Cabling
     media = catalog.media
     ends = _ends(fabric, catalog)
     rows = _rows(fabric, ends)
-    span = max(tier_switch(fabric.spec, t).radix // ends.classes[int(ends.tier_class[t])].ports_per_cage
+    span = max(fabric.tier_switch(t).radix // ends.classes[int(ends.tier_class[t])].ports_per_cage
                for t in range(1, fabric.plan.tiers + 1)) + 2
     groups = _cage_groups(rows, span)
     medium = _choose_media(rows, groups, media, ends)

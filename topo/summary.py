@@ -16,7 +16,7 @@ import numpy as np
 
 from .fabric import LINK_KINDS, PEER_LINK, ROLES, Fabric, end_lanes
 from .sizing import growth
-from .spec import format_ratio, tier_switch
+from .spec import format_ratio
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cabling import Cabling
@@ -182,7 +182,7 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         ratio = ratios[tier - 1]
         if tier == 1 and plan.homes == 2:  # the peer link takes uplink ports: the ratio that is built
             ratio = Fraction(plan.leaf_down_ports, plan.leaf_up_ports)
-        model = tier_switch(spec, tier)
+        model = fabric.tier_switch(tier)
         rows.append(
             TierSummary(
                 role=ROLES[tier],
@@ -202,7 +202,7 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
     return Summary(
         name=spec.name, gpus=spec.gpus, nodes=plan.nodes, gpus_per_node=spec.gpus_per_node,
         nics_per_node=spec.nics_per_node, nic_gbps=spec.nic_gbps, placement=plan.placement,
-        tiers=plan.tiers, planes=plan.planes, switch_model=tier_switch(spec, 1).model, radix=spec.radix, port_gbps=spec.port_gbps,
+        tiers=plan.tiers, planes=plan.planes, switch_model=fabric.tier_switch(1).model, radix=spec.radix, port_gbps=spec.port_gbps,
         scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.plane_pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
         tier_rows=tuple(rows), growth=growth(spec), dual_tor=dual_tor_facts(fabric, cabling),
@@ -226,7 +226,7 @@ def switch_breakouts(fabric: Fabric) -> list[dict[str, Any]]:
         for end, lanes in enumerate(plan.lanes(kind)):
             if lanes > 1:
                 tier = kind + end
-                sw = tier_switch(spec, tier)
+                sw = fabric.tier_switch(tier)
                 out.append({"links": LINK_KINDS[kind], "link_gbps": sw.port_gbps // lanes, "tier": ROLES[tier],
                             "port_gbps": sw.port_gbps, "lanes": lanes})
     return out

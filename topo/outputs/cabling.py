@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..addressing import member_port, rdma_device, sonic_port_name
+from ..addressing import member_port, rdma_device
 from ..cabling import A_TIER, B_TIER, ROW_KINDS, Cabling, plan_cabling
-from ..fabric import PEER_KIND, Fabric, is_ethernet
-from ..spec import tier_switch
+from ..fabric import PEER_KIND, Fabric
 
 #: File names in a build folder.
 CABLING_CSV = "cabling.csv"
@@ -44,22 +43,22 @@ def cabling_csv(fabric: Fabric, cabling: Cabling) -> str:
     """``cabling.csv``: one row per link, the rows of one cable adjacent and sharing its id."""
     names = fabric.names
     plan = fabric.plan
-    ethernet = is_ethernet(fabric)
+    ethernet = fabric.ethernet
     tiers = range(1, plan.tiers + 1)
     if ethernet:
         # port names of each tier's switches by breakout (their lanes a port may differ), made once:
         # name_of[tier, breakout][port][lane]
         name_of = {}
         for t in tiers:
-            t_lanes, t_radix = fabric.addressing.tier_lanes(t), tier_switch(fabric.spec, t).radix
+            port_name, t_radix = fabric.port_names.name, fabric.tier_switch(t).radix
             for k in (t - 1, t):  # the kinds of link at its ports: from below, and up
                 if not 0 <= k < plan.tiers:
                     continue
                 out = plan.lanes(k)[1 if k == t - 1 else 0]
                 if (t, out) not in name_of:
-                    name_of[t, out] = [[""] + [sonic_port_name(p, ln, t_lanes, out) for ln in range(1, out + 1)]
+                    name_of[t, out] = [[""] + [port_name(t, p, ln, out) for ln in range(1, out + 1)]
                                        for p in range(t_radix + 1)]
-            name_of.setdefault((t, 1), [[""] + [sonic_port_name(p, 1, t_lanes, 1)] for p in range(t_radix + 1)])
+            name_of.setdefault((t, 1), [[""] + [port_name(t, p)] for p in range(t_radix + 1)])
     if fabric.spec.dual_tor:  # server link r * 2 + m: port m + 1 of NIC r's bond
         rdma = [member_port(i // 2, i % 2) for i in range(max(2, fabric.spec.nic_links))]
     else:
