@@ -170,7 +170,7 @@ def test_packaged_and_user_templates_render_the_same_bytes_as_before(tmp_path, f
                                keep_trailing_newline=True, autoescape=False)
     sandbox = template_environment()
     plain.filters.update({name: sandbox.filters[name] for name in ("thousands", "json", "size")})
-    from topo.outputs import configs
+    from topo.outputs.configs import job as configs
 
     saved = dict(configs._WORKER)
     try:
