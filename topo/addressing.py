@@ -23,7 +23,8 @@
   4294967294); ``asn_size: auto`` takes 2-byte ASNs when they suffice.
 - SONiC port names: front-panel port ``p`` (from 1) with ``L`` SerDes lanes is ``Ethernet{(p-1)L}``;
   breakout lane ``b`` (from 1) of ``B`` is ``Ethernet{(p-1)L + (b-1)L/B}``. FRR on SONiC uses the
-  same names.
+  same names. A built fabric carries them as a fact, ``fabric.port_names`` (:class:`PortNames`),
+  which every output reads.
 """
 
 from __future__ import annotations
@@ -139,18 +140,6 @@ def sonic_port_names(port: np.ndarray, lane: np.ndarray, lanes: int, breakout: i
     ['Ethernet0', 'Ethernet12']
     """
     first = (np.asarray(port, dtype=np.int64) - 1) * lanes + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // breakout)
-    return _ethernet_names(first)
-
-
-def switch_lanes_names(port: np.ndarray, lane: np.ndarray, lanes: np.ndarray, breakout: np.ndarray) -> list[str]:
-    """:func:`sonic_port_name` of many ports whose SerDes lanes and breakout differ port by port.
-
-    >>> switch_lanes_names(np.array([1, 1]), np.array([1, 2]), np.array([8, 8]), np.array([1, 2]))
-    ['Ethernet0', 'Ethernet4']
-    """
-    lanes = np.asarray(lanes, dtype=np.int64)
-    first = ((np.asarray(port, dtype=np.int64) - 1) * lanes
-             + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // np.asarray(breakout, dtype=np.int64)))
     return _ethernet_names(first)
 
 
