@@ -31,6 +31,7 @@ BOM_COLUMNS = ("category", "item", "tier", "end", "length_m", "quantity", "unit_
 #: Columns bom.csv adds with a price list (``prices`` in the spec).
 PRICE_COLUMNS = ("unit_price", "price")
 
+
 def _number(value: float) -> str:
     """A length or power as written in the CSV files: ``3``, ``0.5``, ``1048576``, ``38.4``."""
     value = float(value)
