@@ -103,8 +103,8 @@ def child(part: str, gpus: int, radix: int, tmp: str) -> None:
     import time
 
     from topo.fabric import build_fabric
-    from topo.outputs.cabling import plan_cabling
-    from topo.outputs.summary import summarize
+    from topo.cabling import plan_cabling
+    from topo.summary import summarize
     from topo.outputs.writer import OutputFolder
     from topo.pipeline.build import build, build_files
     from topo.spec import load_spec

@@ -49,10 +49,10 @@ def child(gpus: int, radix: int) -> None:
 
     from topo.analysis.analyze import analyze, busbw_curve, what_if
     from topo.fabric import build_fabric
-    from topo.outputs.cabling import plan_cabling
+    from topo.cabling import plan_cabling
     from topo.outputs.caveats import caveats
     from topo.outputs.report import Review, report_files
-    from topo.outputs.summary import summarize
+    from topo.summary import summarize
     from topo.hardware.catalog import resolve_server
     from topo.spec import load_spec
 

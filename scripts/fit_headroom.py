@@ -1,4 +1,4 @@
-"""Fit the Broadcom headroom constants of topo/outputs/qos.py to the Tomahawk SKUs' tables.
+"""Fit the Broadcom headroom constants of topo/qos.py to the Tomahawk SKUs' tables.
 
 For each Tomahawk generation with a ``pg_profile_lookup.ini`` in ``topo/data/platforms.yaml``, find
 the constants of
@@ -7,7 +7,7 @@ the constants of
                                              cable() the bytes on the cable both ways)
 
 that make the largest relative error over the table's rows as small as it can be (a linear
-programme), and print them with that error. ``BROADCOM_ASICS`` in topo/outputs/qos.py holds the
+programme), and print them with that error. ``BROADCOM_ASICS`` in topo/qos.py holds the
 result; tests/test_platforms.py checks that it still matches and that every row is within 10 %.
 
     python scripts/fit_headroom.py
@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from topo.catalog import platform_catalog
-from topo.outputs.qos import BROADCOM_ASICS, cable_bytes
+from topo.qos import BROADCOM_ASICS, cable_bytes
 
 
 def fit(asic: str) -> tuple[float, float, float, float]:

@@ -15,8 +15,9 @@ import yaml
 from topo import build_fabric, load_spec
 from topo.addressing import sonic_port_name
 from topo.fabric import LINK_KINDS
-from topo.outputs.cabling import cabling_line, BOM_COLUMNS, CABLING_COLUMNS, cabling_files, plan_cabling
-from topo.outputs.media import CablingError, _read_catalog, media_catalog, media_table_markdown
+from topo.cabling import plan_cabling
+from topo.outputs.cabling import cabling_line, BOM_COLUMNS, CABLING_COLUMNS, cabling_files
+from topo.media import CablingError, _read_catalog, media_catalog, media_table_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "cabling.md"

@@ -12,7 +12,7 @@ from topo.analysis.analyze import AnalysisOptions, analyze
 from topo.caveats import CODES, Caveat
 from topo.outputs.caveats import caveats
 from topo.cli import main
-from topo.outputs.cabling import plan_cabling
+from topo.cabling import plan_cabling
 from topo.hardware.catalog import resolve_server
 
 

@@ -18,7 +18,7 @@ from topo import SpecError, build_fabric, load_spec
 from topo.cli import main
 from topo.outputs.readme import template_sources
 from topo.outputs.configs import ConfigFacts, config_files
-from topo.outputs.qos import pfc_headroom
+from topo.qos import pfc_headroom
 from topo.outputs.templating import TemplateError
 
 VTYSH = shutil.which("vtysh")
@@ -294,7 +294,7 @@ def test_pfc_headroom_follows_the_formula_per_port_speed_and_cable():
     fabric = build_fabric(load_spec({"gpus": 4096, "cable_leaf_spine_m": 100}))
     facts = ConfigFacts(fabric)
     profile = facts.buffer_profiles[1, "leaf-spine"]  # the leaves' ports to spines
-    from topo.outputs.qos import spectrum_headroom
+    from topo.qos import spectrum_headroom
     assert (profile["xon"], profile["xoff"], profile["size"]) == spectrum_headroom(400, 100, 9100)
     h = pfc_headroom(400, 100, 9100)  # the physical terms the docs break down
     assert h.cable_bytes == pytest.approx(50_505, abs=2) and h.response_bytes == 57_920

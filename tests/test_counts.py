@@ -98,7 +98,7 @@ def test_power_is_summed_once(build):
 def test_breakout_builds_count_physical_cables(args, node_leaf, leaf_spine):
     """(links, cables, pieces) per tier, as an installer counts them."""
     from topo import build_fabric, load_spec
-    from topo.outputs.cabling import plan_cabling
+    from topo.cabling import plan_cabling
     fields = {"gpus": 1024}
     it = iter(args)
     for flag in it:
@@ -111,7 +111,7 @@ def test_breakout_builds_count_physical_cables(args, node_leaf, leaf_spine):
 
 def test_switch_watts_gives_a_custom_switch_its_power():
     from topo import SpecError, build_fabric, load_spec
-    from topo.outputs.cabling import plan_cabling
+    from topo.cabling import plan_cabling
     fabric = build_fabric(load_spec({"gpus": 1024, "switch_watts": 1500}))
     power = plan_cabling(fabric).to_dict()["power_w"]
     assert power["switches"] == 48 * 1500 and power["total"] == 48 * 1500 + power["server_end"]

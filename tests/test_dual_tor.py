@@ -21,7 +21,7 @@ from topo.analysis.routing import route
 from topo.errors import SpecError
 from topo.fabric import PEER_KIND
 from topo.outputs.configs import config_files
-from topo.outputs.summary import summarize
+from topo.summary import summarize
 
 
 def fabric_of(**fields):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from topo import SpecError, build_fabric, load_spec
 from topo.fabric import LINK_KINDS, PORT_ATTRS
-from topo.outputs.summary import ports_used
+from topo.summary import ports_used
 
 SHAPES = [
     dict(gpus=1024),

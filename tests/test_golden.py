@@ -24,7 +24,7 @@ import pytest
 from topo import build_fabric, load_spec
 from topo.analysis.analyze import analyze
 from topo.pipeline.build import render_build
-from topo.outputs.summary import summarize
+from topo.summary import summarize
 from topo.spec import read_spec_file
 
 from .conftest import EXAMPLES, GOLDEN, REGEN

@@ -19,7 +19,7 @@ from topo.outputs.nccl_xml import (
     read_nccl_graph,
     read_nccl_topology,
 )
-from topo.outputs.qos import QOS_PROFILES
+from topo.qos import QOS_PROFILES
 from topo.hardware.catalog import resolve_server, server_profiles
 from topo.hardware.pcie import LINK_SPEEDS
 from topo.hardware.profiles import generic_profile, load_server_profile

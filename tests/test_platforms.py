@@ -110,7 +110,7 @@ def test_headroom_is_within_ten_percent_of_every_row_of_the_skus_tables(name):
     """Spectrum: SONiC's Mellanox formula (pipeline, cell occupancy, tile bytes), without cell
     inflation where the SKU shares headroom; Tomahawk: the fitted constants. Every speed and cable
     length the SKU's pg_profile_lookup.ini lists; xon and (shared) size exactly the table's."""
-    from topo.outputs.qos import vendor_headroom
+    from topo.qos import vendor_headroom
     p = platform_catalog()[name]
     worst = 0.0
     for row in p.headroom_table:
@@ -134,7 +134,7 @@ def test_headroom_is_within_ten_percent_of_every_row_of_the_skus_tables(name):
 
 def test_the_rows_left_out_are_physically_impossible():
     """The cable of those rows holds more bytes, both ways, than the row's whole xoff."""
-    from topo.outputs.qos import cable_bytes
+    from topo.qos import cable_bytes
     for name, p, row in _table_rows():
         if (name, int(row["speed"]), str(row["cable"])) in IMPOSSIBLE_ROWS:
             assert cable_bytes(int(row["speed"]) // 1000, float(str(row["cable"]).rstrip("m"))) > int(row["xoff"])
@@ -145,7 +145,7 @@ def test_the_broadcom_constants_are_what_the_fit_gives():
     differ (the minimax optimum is not unique) but not be worse than the fit by more than 0.5 %."""
     import importlib.util
     from pathlib import Path
-    from topo.outputs.qos import BROADCOM_ASICS
+    from topo.qos import BROADCOM_ASICS
     path = Path(__file__).resolve().parents[1] / "scripts" / "fit_headroom.py"
     spec = importlib.util.spec_from_file_location("fit_headroom", path)
     fit = importlib.util.module_from_spec(spec)
@@ -179,7 +179,7 @@ def test_configs_never_reserve_less_headroom_than_the_sku_table(name):
 
 def test_the_default_headroom_is_what_spectrum_reserves_not_a_third_of_it():
     """400G on 40 m: SN5600's table reserves 303,104 bytes, and so does topo's default profile."""
-    from topo.outputs.qos import vendor_headroom
+    from topo.qos import vendor_headroom
     assert vendor_headroom(None, None, 400, 40, 9100)[2] == 303104
 
 
@@ -194,7 +194,7 @@ def test_buffer_pools_fit_the_chip_and_follow_the_skus_layout(name):
     """Every SKU's layout on a leaf and a spine: Spectrum pools are what is left of the chip once
     the switch's own reservations are taken out (so a longer cable leaves smaller pools); a shared
     Spectrum headroom pool holds every lossless PG's xoff at once; Tomahawk keeps the SKU's pools."""
-    from topo.outputs.buffers import buffer_source
+    from topo.buffers import buffer_source
     from topo.outputs.configs import ConfigFacts
     p = platform_catalog()[name]
     fabric = build_fabric(load_spec({"gpus": 256, "platform": name}))

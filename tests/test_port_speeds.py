@@ -19,10 +19,11 @@ from topo.analysis.analyze import AnalysisOptions, analyze
 from topo.cli import main
 from topo.errors import SpecError
 from topo.fabric import end_lanes, switch_port_names
-from topo.outputs.cabling import cabling_csv, plan_cabling
+from topo.cabling import plan_cabling
+from topo.outputs.cabling import cabling_csv
 from topo.outputs.configs import config_files
 from topo.outputs.exports import ExportError, containerlab_topology, export_files
-from topo.outputs.summary import summarize
+from topo.summary import summarize
 
 #: 64 x 400G leaves under 64 x 800G spines: each spine port broken out into 2 x 400G.
 FAST_SPINE = dict(leaf_switch="eth-25t-64x400", spine_switch="eth-51t-64x800")

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from topo import SpecError, build_fabric, load_spec
 from topo.cli import main
-from topo.outputs.cabling import bom_csv, plan_cabling
+from topo.cabling import plan_cabling
+from topo.outputs.cabling import bom_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 ILLUSTRATIVE = ROOT / "examples" / "prices" / "illustrative.yaml"

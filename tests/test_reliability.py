@@ -329,7 +329,7 @@ def test_a_config_worker_that_dies_stops_the_build_instead_of_hanging(tmp_path, 
     """A killed worker's chunks are lost: collecting the configs notices at once (the worker's pipe
     closes) and says so in one error, instead of waiting for them."""
     from topo.errors import TopoError
-    from topo.outputs import configs
+    from topo.outputs.configs import job as configs
 
     fabric = build_fabric(load_spec({"gpus": 4096}))
     switches = range(fabric.first(1), len(fabric.names))
@@ -357,7 +357,7 @@ def test_a_config_job_closed_before_its_files_were_collected_says_so():
 def test_a_config_worker_that_cannot_start_reports_why(monkeypatch):
     """A worker whose set-up fails (no memory for the switch facts, say) reports that error with
     the first chunk instead of being replaced, and failing again, for ever."""
-    from topo.outputs import configs
+    from topo.outputs.configs import job as configs
 
     fabric = build_fabric(load_spec({"gpus": 4096}))
 
@@ -375,7 +375,7 @@ def test_a_config_job_closes_wherever_an_interrupt_strikes_the_collecting_thread
     between the collector thread and files() too (at the call of a lock's ``__exit__``, which
     leaves the lock held). Wherever it strikes, closing the job must end: it waits for the
     collector thread, which must not need anything the interrupted thread held."""
-    from topo.outputs import configs
+    from topo.outputs.configs import job as configs
 
     fabric = build_fabric(load_spec({"gpus": 4096}))
     handoff = configs.ConfigJob._chunk.__code__

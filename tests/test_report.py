@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from topo import build_fabric, load_spec
 from topo.analysis.analyze import analyze, busbw_curve, what_if, what_if_samples
 from topo.cli import main
-from topo.outputs.cabling import plan_cabling
+from topo.cabling import plan_cabling
 from topo.outputs.caveats import caveats
 from topo.outputs.plots import busbw_svg, utilisation_svg
 from topo.outputs.report import figures, report_files, review, verdict
-from topo.outputs.summary import summarize
+from topo.summary import summarize
 from topo.hardware.catalog import resolve_server
 
 from .conftest import EXAMPLES

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from topo import build_fabric, load_spec
-from topo.outputs import configs
+from topo.outputs.configs import job as configs
 from topo.outputs.template_memo import IncludeMemo, template_needs
 from topo.outputs.templating import template_environment
 

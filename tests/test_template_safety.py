@@ -170,7 +170,7 @@ def test_packaged_and_user_templates_render_the_same_bytes_as_before(tmp_path, f
                                keep_trailing_newline=True, autoescape=False)
     sandbox = template_environment()
     plain.filters.update({name: sandbox.filters[name] for name in ("thousands", "json", "size")})
-    from topo.outputs import configs
+    from topo.outputs.configs import job as configs
 
     saved = dict(configs._WORKER)
     try:
@@ -688,7 +688,7 @@ def test_every_fact_a_template_sees_is_plain_data(monkeypatch):
 
     monkeypatch.setattr(jinja2.Template, "new_context", spy)
     from topo.pipeline.build import render_build
-    from topo.outputs.summary import summarize
+    from topo.summary import summarize
     for spec in ({"gpus": 256}, {"gpus": 512, "dual_tor": True}):
         fabric = build_fabric(load_spec(spec))
         render_build(fabric, summarize(fabric))

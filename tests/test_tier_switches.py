@@ -15,9 +15,10 @@ from click.testing import CliRunner
 from topo import build_fabric, load_spec, plan_fabric
 from topo.cli import main
 from topo.errors import SpecError
-from topo.outputs.cabling import cabling_csv, plan_cabling
+from topo.cabling import plan_cabling
+from topo.outputs.cabling import cabling_csv
 from topo.outputs.configs import config_files
-from topo.outputs.summary import summarize
+from topo.summary import summarize
 from topo.spec import tier_switch
 
 #: 64-port 25.6T leaves under 128-port 51.2T spines, both 400G.

@@ -23,13 +23,14 @@
   4294967294); ``asn_size: auto`` takes 2-byte ASNs when they suffice.
 - SONiC port names: front-panel port ``p`` (from 1) with ``L`` SerDes lanes is ``Ethernet{(p-1)L}``;
   breakout lane ``b`` (from 1) of ``B`` is ``Ethernet{(p-1)L + (b-1)L/B}``. FRR on SONiC uses the
-  same names.
+  same names. A built fabric carries them as a fact, ``fabric.port_names`` (:class:`PortNames`),
+  which every output reads.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -142,18 +143,6 @@ def sonic_port_names(port: np.ndarray, lane: np.ndarray, lanes: int, breakout: i
     return _ethernet_names(first)
 
 
-def switch_lanes_names(port: np.ndarray, lane: np.ndarray, lanes: np.ndarray, breakout: np.ndarray) -> list[str]:
-    """:func:`sonic_port_name` of many ports whose SerDes lanes and breakout differ port by port.
-
-    >>> switch_lanes_names(np.array([1, 1]), np.array([1, 2]), np.array([8, 8]), np.array([1, 2]))
-    ['Ethernet0', 'Ethernet4']
-    """
-    lanes = np.asarray(lanes, dtype=np.int64)
-    first = ((np.asarray(port, dtype=np.int64) - 1) * lanes
-             + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // np.asarray(breakout, dtype=np.int64)))
-    return _ethernet_names(first)
-
-
 def _ethernet_names(first: np.ndarray) -> list[str]:
     """``Ethernet<n>`` of every first SerDes lane ``n``: each distinct name made once (a switch has
     a few hundred), then picked for every port."""
@@ -161,6 +150,69 @@ def _ethernet_names(first: np.ndarray) -> list[str]:
     names = np.empty(len(distinct), dtype=object)
     names[:] = [f"Ethernet{n}" for n in distinct.tolist()]
     return names[which.ravel()].tolist()
+
+
+@dataclass(frozen=True, eq=False)
+class PortNames:
+    """The names of a fabric's switch ports, a fact of its :class:`~topo.fabric.Fabric`
+    (``fabric.port_names``): SONiC's ``Ethernet<first SerDes lane>``, which FRR on SONiC uses too.
+
+    It holds each tier's SerDes lanes a port and each link kind's breakout at both ends; the names
+    are made from one table of ``Ethernet<n>`` texts, built when first asked for and shared by every
+    tier (a few hundred to a few thousand texts, never one per link), and left out of a pickle.
+
+    >>> names = PortNames(lanes=(0, 8, 8, 8), breakouts=((1, 2), (1, 1), (1, 1), (1, 1)))
+    >>> names.name(1, 33), names.name(1, 2, 2, 2), names.names(1, np.array([1, 2]), np.array([1, 2]), 2)
+    ('Ethernet256', 'Ethernet12', ['Ethernet0', 'Ethernet12'])
+    """
+
+    lanes: tuple[int, ...]  #: SerDes lanes of one port, by tier (index 0, the servers: 0)
+    breakouts: tuple[tuple[int, int], ...]  #: links per port at each end, by link kind (then a peer link)
+    _table: list = field(default_factory=list, repr=False, compare=False)  # [the Ethernet<n> texts]
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_table"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _table=[])
+
+    def name(self, tier: int, port: int, lane: int = 1, breakout: int = 1) -> str:
+        """:func:`sonic_port_name` of a port (from 1) and breakout lane (from 1) of a switch of ``tier``."""
+        return sonic_port_name(port, lane, self.lanes[tier], breakout)
+
+    def names(self, tier: int, port: np.ndarray, lane: np.ndarray, breakout: int) -> list[str]:
+        """:func:`sonic_port_names`: the names of many ports (arrays, from 1) of switches of ``tier``."""
+        lanes = self.lanes[tier]
+        first = (np.asarray(port, dtype=np.int64) - 1) * lanes + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // breakout)
+        return self._texts(first)
+
+    def ends(self, kind: np.ndarray, lo_port: np.ndarray, hi_port: np.ndarray, lo_lane: np.ndarray,
+             hi_lane: np.ndarray) -> tuple[list[str], list[str]]:
+        """The names of the ports at the (lower, upper) end of links of ``kind`` (each end's port and
+        breakout lane, from 1): a server link's lower end (a NIC) is ``""``."""
+        kind = np.asarray(kind, dtype=np.int64)
+        tiers = np.array([(0, 1), (1, 2), (2, 3), (1, 1)], dtype=np.int64)[kind]  # a peer link: leaf to leaf
+        breakout = np.array(self.breakouts, dtype=np.int64)[kind]
+        serdes = np.array(self.lanes, dtype=np.int64)
+        out = []
+        for end, (port, lane) in enumerate(((lo_port, lo_lane), (hi_port, hi_lane))):
+            lanes = serdes[tiers[:, end]]
+            first = ((np.asarray(port, dtype=np.int64) - 1) * lanes
+                     + (np.asarray(lane, dtype=np.int64) - 1) * (lanes // breakout[:, end]))
+            out.append(self._texts(first))
+        return [("" if k == 0 else n) for k, n in zip(kind.tolist(), out[0])], out[1]
+
+    def _texts(self, first: np.ndarray) -> list[str]:
+        """``Ethernet<n>`` of every first SerDes lane ``n`` (the servers' ends, lanes 0, are ``Ethernet0``)."""
+        first = first.ravel()
+        if not len(first):
+            return []
+        size = int(first.max()) + 1
+        if not self._table or len(self._table[0]) < size:
+            table = np.empty(size, dtype=object)
+            table[:] = [f"Ethernet{n}" for n in range(size)]
+            self._table[:] = [table]
+        return self._table[0][first].tolist()
 
 
 def rdma_device(nic: int, bonded: bool = False) -> str:

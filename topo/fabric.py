@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .addressing import Addressing, ip_text, link_counts, plan_addressing
+from .addressing import Addressing, PortNames, ip_text, link_counts, plan_addressing
 from .catalog import switch_catalog
 from .errors import SpecError, quote
 from .sizing import Plan, final_spec, plan_fabric, plane_spec
-from .spec import FabricSpec, node_names, tier_switch
+from .spec import FabricSpec, TierSwitch, node_names, tier_switch
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -92,6 +92,14 @@ class Fabric:
         Every routed link: server links, leaf-spine, spine-core.
     addressing : Addressing
         ASNs, loopbacks and link /31s (see :mod:`topo.addressing`).
+    switches : tuple of TierSwitch
+        The switch model of tiers 1, 2 and 3 (:func:`topo.spec.tier_switch`, picked once at build
+        time): read it with :meth:`tier_switch`.
+    ethernet : bool
+        The link technology: True for Ethernet (switch configs apply), False for InfiniBand (every
+        tier is of one technology: the spec checks it).
+    port_names : PortNames
+        The switch ports' names (SONiC's ``Ethernet<n>``), by tier, port, lane and breakout.
     graph : networkx.MultiGraph
         The same fabric as a graph, keyed by names, with documented attributes (built on first
         use: the analyses read only the arrays).
@@ -111,6 +119,9 @@ class Fabric:
     plane: np.ndarray
     links: Links
     addressing: Addressing
+    switches: tuple[TierSwitch, ...]
+    ethernet: bool
+    port_names: PortNames
     peer_links: Links | None = None
 
     @cached_property
@@ -130,6 +141,10 @@ class Fabric:
         """Vertex index by name."""
         return {name: i for i, name in enumerate(self.names)}
 
+    def tier_switch(self, tier: int) -> TierSwitch:
+        """The switch model of a tier (1 leaf, 2 spine, 3 core), as the spec picks it."""
+        return self.switches[tier - 1]
+
     def first(self, tier: int) -> int:
         """Index of the first vertex of a tier."""
         return int(np.searchsorted(self.tier, tier, side="left"))
@@ -140,9 +155,24 @@ class Fabric:
 
 
 def is_ethernet(fabric: Fabric) -> bool:
-    """Ethernet switch configs apply (not to an InfiniBand switch model)."""
-    model = tier_switch(fabric.spec, 1).model  # every tier is of one technology (checked by the spec)
-    return model is None or switch_catalog()[model].technology == "ethernet"
+    """Ethernet switch configs apply (not to an InfiniBand switch model): ``fabric.ethernet``."""
+    return fabric.ethernet
+
+
+def design_facts(spec: FabricSpec, plan: Plan, addressing: Addressing) -> dict[str, Any]:
+    """The facts a :class:`Fabric` carries beside its arrays, worked out once when it is built: each
+    tier's switch model, the link technology and the port names."""
+    switches = tuple(tier_switch(spec, t) for t in (1, 2, 3))
+    model = switches[0].model  # every tier is of one technology (checked by the spec)
+    ethernet = model is None or switch_catalog()[model].technology == "ethernet"
+    return {"switches": switches, "ethernet": ethernet, "port_names": _port_names(plan, addressing)}
+
+
+def _port_names(plan: Plan, addressing: Addressing) -> PortNames:
+    """The port names of a fabric of ``plan``: each tier's SerDes lanes, each link kind's breakouts."""
+    lanes = (0, *(addressing.tier_lanes(t) if t <= plan.tiers else 1 for t in (1, 2, 3)))
+    breakouts = (*(plan.lanes(k) for k in range(3)), (1, 1))  # then a dual-ToR peer link's
+    return PortNames(lanes=lanes, breakouts=breakouts)
 
 
 def _width(count: int, least: int) -> int:
@@ -306,18 +336,8 @@ def switch_port_names(fabric: "Fabric", links: Links) -> tuple[list[str], list[s
     >>> [(lo[i], hi[i]) for i in np.flatnonzero(f.links.kind == 1)[:2]]
     [('Ethernet128', 'Ethernet0'), ('Ethernet132', 'Ethernet4')]
     """
-    from .addressing import switch_lanes_names
-
-    plan = fabric.plan
-    kind = links.kind.astype(np.int64)
-    lo_lane, hi_lane = end_lanes(plan, links)
-    lanes = np.array([plan.lanes(k) for k in range(3)] + [(1, 1)], dtype=np.int64)[kind]
-    tiers = np.array([(0, 1), (1, 2), (2, 3), (1, 1)], dtype=np.int64)[kind]  # a peer link: leaf to leaf
-    serdes = np.array([0] + [fabric.addressing.tier_lanes(t) if t <= plan.tiers else 1 for t in (1, 2, 3)],
-                      dtype=np.int64)
-    lo = switch_lanes_names(links.lo_port, lo_lane, serdes[tiers[:, 0]], lanes[:, 0])
-    hi = switch_lanes_names(links.hi_port, hi_lane, serdes[tiers[:, 1]], lanes[:, 1])
-    return [("" if k == 0 else n) for k, n in zip(kind.tolist(), lo)], hi
+    lo_lane, hi_lane = end_lanes(fabric.plan, links)
+    return fabric.port_names.ends(links.kind, links.lo_port, links.hi_port, lo_lane, hi_lane)
 
 
 def end_slots(plan: Plan, links: Links) -> tuple[np.ndarray, np.ndarray]:
@@ -681,7 +701,7 @@ def build_fabric(spec: FabricSpec) -> Fabric:
         names, vertices, links, addressing = _grown(spec, plan)
         peer = _peer_links(spec, plan) if plan.homes == 2 else None
         return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, addressing=addressing,
-                      peer_links=peer, **vertices)
+                      peer_links=peer, **vertices, **design_facts(spec, plan, addressing))
     names = _names(spec, plan)
     if len({n.lower() for n in names}) != len(names):
         switches = {n.lower() for n in names[plan.nodes:]}
@@ -693,7 +713,7 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     addressing = _addressing(spec, plan, links)
     peer = _peer_links(spec, plan) if plan.homes == 2 else None
     return Fabric(spec=spec, plan=plan, names=tuple(names), links=links, addressing=addressing,
-                  peer_links=peer, **vertices)
+                  peer_links=peer, **vertices, **design_facts(spec, plan, addressing))
 
 
 def plane_members(fabric: Fabric, plane: int) -> tuple[np.ndarray, np.ndarray]:
@@ -748,4 +768,5 @@ def plane_view(fabric: Fabric, plane: int) -> Fabric:
                             asn_size=a.asn_size, lanes_per_port=a.lanes_per_port,
                             spine_core_lanes=a.spine_core_lanes)
     return Fabric(spec=plane_spec(fabric.spec), plan=one, names=tuple(fabric.names[i] for i in where.tolist()),
-                  links=view_links, addressing=addressing, **vertices)
+                  links=view_links, addressing=addressing, **vertices, switches=fabric.switches,
+                  ethernet=fabric.ethernet, port_names=_port_names(one, addressing))

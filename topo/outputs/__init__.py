@@ -1,31 +1,41 @@
 """The outputs: from a Fabric and its analyses to the files of a build folder.
 
 Every renderer returns ``{relative path: text}`` (or yields ``(path, text)``); only the CLI writes.
+The facts the files print are computed before them, in the design stage (the summary counts
+:mod:`topo.summary`, the cabling plan :mod:`topo.cabling`, the QoS profiles and PFC headroom
+:mod:`topo.qos`, the buffer layouts :mod:`topo.buffers`, the media catalogue :mod:`topo.media`, and
+on the Fabric itself each tier's switch model, the link technology and the port names) and in the
+analyses; the modules here lay them out.
 
-``templating``
+``templating``, ``template_memo``
     the Jinja2 environment: the template search path (user folders, then the packaged
-    templates), strict undefined variables, and errors that name the template and line.
-``summary``, ``design``
-    the counts per tier, and the design files (``spec.yaml``, ``design.json``, ``summary.json``,
-    ``analysis.json``).
-``qos``, ``configs``
-    lossless RoCE QoS and PFC headroom; SONiC ``config_db.json`` and FRR ``frr.conf`` of every
-    switch, and the servers' QoS script and addresses.
+    templates), strict undefined variables, errors that name the template and line; and the
+    includes rendered once per distinct input.
+``summary``, ``design``, ``caveats``
+    the summary's lines (console, README, review); the design files (``spec.yaml``,
+    ``design.json``, ``summary.json``, ``analysis.json``); the warnings of a build, collected.
+``configs/``
+    switch and host configs: the switch operating systems as a table (``systems``: SONiC with FRR
+    today, a new OS is a row plus ``templates/<os>/``), the facts per tier (``qos_facts``) and per
+    switch (``facts``), the servers' files (``hosts``) and the rendering job (``job``).
 ``placement``, ``nccl_xml``, ``nccl``
     hostfiles, rankfile and Slurm topology; NCCL topology XML (a reader that parses it as NCCL
     does, and the writer) and the NCCL environment.
-``media``, ``cabling``
-    the media catalogue (cables and optics by speed and reach); the cabling plan and the bill of
-    materials.
-``exports``
-    GraphML, Graphviz DOT and the containerlab lab.
-``readme``, ``writer``
-    the build folder's README.md and the list of every templated output, and the atomic folder
-    writer.
+``cabling``
+    ``cabling.csv`` and ``bom.csv``, written from the cabling plan, and its one-line account.
+``exports/``, ``diagram``
+    one module per format: GraphML (``graphml``), Graphviz DOT (``dot``), the containerlab lab
+    (``containerlab``); the fabric as an SVG picture.
+``report``, ``plots``
+    the design review (HTML and Markdown) and its SVG plots.
+``readme``, ``manifest``, ``writer``
+    the build folder's README.md and the list of every templated output; the build stamp
+    (``topo-build.json``); the atomic folder writer.
 ``terminal``, ``sweep_table``, ``sweep_files``
     the tables ``topo`` prints on stdout; a sweep's columns and Pareto fronts, and its files.
 
-Modules here import the design stage, the analyses and earlier outputs, never the pipeline
-(``topo.pipeline``, which runs them: ``pipeline/build.py`` makes a build folder's file set) or
-the CLI.
+Modules here import the design stage, the analyses' results (``analysis.analyze``; never the
+models' internals: routing, congestion, the NCCL tuner, ECMP, up-down routing) and earlier outputs; never the pipeline (``topo.pipeline``,
+which runs them: ``pipeline/build.py`` makes a build folder's file set) or the CLI. A renderer
+reads the facts it prints and never works them out again.
 """

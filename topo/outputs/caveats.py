@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..catalog import power_class
 from ..caveats import CODES, CROSS_SPINE_SHARE, NCCL_ELEMENTS_WARN, Caveat
-from ..fabric import ROLES, Fabric, is_ethernet
-from ..spec import tier_switch
+from ..fabric import ROLES, Fabric
 from .nccl import detected_elements, topology_element
 from .nccl_xml import TOPO_XML_MAX_NODES
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.analyze import Analysis
     from ..hardware.servers import ServerProfile
-    from .cabling import Cabling
+    from ..cabling import Cabling
 
 
 def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cabling | None" = None,
@@ -125,12 +124,12 @@ def _server(server: "ServerProfile") -> Iterable[Caveat]:
 
 def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
     spec = fabric.spec
-    if not is_ethernet(fabric):  # with or without --no-configs: the folder alone cannot tell, topo check must agree
+    if not fabric.ethernet:  # with or without --no-configs: the folder alone cannot tell, topo check must agree
         yield Caveat("infiniband-no-configs",
-                     f"switch={tier_switch(spec, 1).model} is an InfiniBand model: no switch configs are written "
+                     f"switch={fabric.tier_switch(1).model} is an InfiniBand model: no switch configs are written "
                      f"(the subnet manager configures the fabric)")
         return
-    tiers = [tier_switch(spec, t) for t in range(1, fabric.plan.tiers + 1)]
+    tiers = [fabric.tier_switch(t) for t in range(1, fabric.plan.tiers + 1)]
     generic = [t for t in tiers if t.model is None]
     if generic:
         first = generic[0]

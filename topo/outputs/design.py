@@ -19,11 +19,11 @@ from ..fabric import LINK_KINDS, PEER_LINK, Fabric, vertex_attributes
 from ..hardware.catalog import server_profiles
 from ..inputs import read_text
 from ..spec import HOSTNAMES_CSV, PRICES_YAML, FabricSpec
-from .summary import Summary
+from ..summary import Summary
 
 if TYPE_CHECKING:
     from ..analysis.analyze import Analysis
-    from .cabling import Cabling
+    from ..cabling import Cabling
 
 #: Folder of a build that holds copies of the inputs the spec names by path (a server profile).
 INPUTS = "inputs"

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..addressing import rdma_device
 from ..errors import SpecError
-from ..fabric import Fabric, is_ethernet
+from ..fabric import Fabric
 from ..spec import DUAL_TOR_QPS
 from ..hardware.catalog import check_server, resolve_server
 from ..hardware.nvlink import NVSWITCH_CLASS
 from ..hardware.servers import ServerProfile
 from .nccl_xml import TOPO_XML_MAX_NODES, NcclXmlError, XmlElement, check_topology, dump_xml
-from .qos import QOS_PROFILES
+from ..qos import QOS_PROFILES
 from .templating import render_template, template_environment
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def _xml_comments(profile: ServerProfile, bonded: bool = False) -> tuple[str, ..
 
 def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | None", topo_file: str) -> dict:
     spec = fabric.spec
-    ethernet = is_ethernet(fabric)
+    ethernet = fabric.ethernet
     if analysis is not None:
         o = analysis.options
         qps = min(o.qps, MAX_NCCL_QPS)
@@ -306,7 +306,7 @@ def nccl_files(fabric: Fabric, server: ServerProfile | str | None = None, analys
         raise ValueError(f"install_dir {install_dir!r}: expected an absolute path without spaces or quotes")
     xml_name = f"{profile.name}-topo.xml"
     topo_file = str(PurePosixPath(install_dir) / xml_name)
-    nic_class = ETHERNET_NIC_CLASS if is_ethernet(fabric) else IB_NIC_CLASS
+    nic_class = ETHERNET_NIC_CLASS if fabric.ethernet else IB_NIC_CLASS
     elements = sum(1 for _ in topology_element(profile, nic_class).iter())
     if elements >= TOPO_XML_MAX_NODES:
         raise SpecError([

@@ -23,7 +23,7 @@ from .exports import EXPORT_OUTPUTS, FULL_DOT_MAX_LINKS
 from .nccl import NCCL_OUTPUTS
 from .placement import PLACEMENT_OUTPUTS
 from .report import REPORT_OUTPUTS
-from .summary import Summary
+from ..summary import Summary
 from .templating import (TemplateError, packaged_template_dir, render_template, template_display_name,
                          template_environment)
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..analysis.analyze import Analysis
     from ..caveats import Caveat
     from ..hardware.servers import ServerProfile
-    from .cabling import Cabling
+    from ..cabling import Cabling
 
 #: The build folder's own templated output: (output path, template, rendered for).
 README_OUTPUTS = (("README.md", "summary.md.j2", "the build"),)

@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.analyze import Analysis, WhatIf
     from ..caveats import Caveat
     from ..hardware.servers import ServerProfile
-    from .cabling import Cabling
-    from .summary import Summary
+    from ..cabling import Cabling
+    from ..summary import Summary
 
 #: The templated outputs of a report: (output path, template, rendered for).
 REPORT_OUTPUTS = (("report.html", "report/report.html.j2", "the design review"),

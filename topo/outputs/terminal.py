@@ -20,7 +20,7 @@ from ..process import Terminated
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.analyze import Analysis
-    from .summary import Summary
+    from ..summary import Summary
 
 def format_table(headers: list[str], rows: list[list[Any]]) -> str:
     """Plain-text table: first column left-aligned, numbers right-aligned."""

@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, TypeVar
 
 from ..errors import TopoError
-from ..outputs.configs import _end_with_parent
+from ..outputs.configs import end_with_parent
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ def _child(work: Callable[[Callable[[int], None]], Any], read_fd: int, write_fd:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         parent = os.getppid()
-        _end_with_parent()
+        end_with_parent()
         if os.getppid() != parent:  # the parent died before the line above: nobody waits
             os._exit(1)
         writer = Connection(write_fd, readable=False)

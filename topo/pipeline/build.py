@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..caveats import Caveat
 from ..fabric import Fabric, is_ethernet
-from ..outputs.cabling import cabling_files, plan_cabling
+from ..cabling import plan_cabling
+from ..outputs.cabling import cabling_files
 from ..outputs.caveats import caveats
 from ..outputs.configs import ConfigJob, config_files
 from ..outputs.design import core_files
@@ -29,14 +30,14 @@ from ..outputs.nccl import nccl_files
 from ..outputs.placement import placement_files
 from ..outputs.readme import readme
 from ..outputs.report import Review, report_files, review
-from ..outputs.summary import Summary, summarize
+from ..summary import Summary, summarize
 from ..outputs.templating import template_environment
 from ..hardware.catalog import resolve_server
 from .progress import SILENT, Progress
 
 if TYPE_CHECKING:
     from ..analysis.analyze import Analysis
-    from ..outputs.cabling import Cabling
+    from ..cabling import Cabling
     from ..hardware.servers import ServerProfile
 
 

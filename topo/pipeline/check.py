@@ -135,8 +135,8 @@ def check(design: Path, templates: tuple[Path, ...] = (), jobs: int | None = Non
     from ..addressing import check_addressing
     from ..analysis.analyze import analyze
     from ..fabric import build_fabric
-    from ..outputs.cabling import plan_cabling
-    from ..outputs.summary import summarize
+    from ..cabling import plan_cabling
+    from ..summary import summarize
     from ..hardware.catalog import resolve_server
     from ..sizing import plan_fabric
     from .build import build_files

@@ -73,10 +73,10 @@ def _review(design: Path, spec_file: Path, spec: "FabricSpec", label: str, progr
     """One design built, checked against its folder, analysed and reviewed."""
     from ..analysis.analyze import analyze, what_if_parts
     from ..fabric import build_fabric
-    from ..outputs.cabling import plan_cabling
+    from ..cabling import plan_cabling
     from ..outputs.caveats import caveats
     from ..outputs.report import review
-    from ..outputs.summary import summarize
+    from ..summary import summarize
     from ..hardware.catalog import resolve_server
     from .apart import run_apart
 

@@ -151,8 +151,8 @@ def evaluate(task: Task) -> dict[str, Any]:
     from ..analysis.analyze import analyze, analyze_faulted, node_model_of
     from ..analysis.faults import apply_faults
     from ..fabric import build_fabric
-    from ..outputs.cabling import plan_cabling
-    from ..outputs.summary import summarize
+    from ..cabling import plan_cabling
+    from ..summary import summarize
 
     row: dict[str, Any] = {}
     if task.spec is None:

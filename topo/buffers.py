@@ -27,7 +27,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from ..catalog import Platform, platform_catalog
+from .catalog import Platform, platform_catalog
 from .qos import SPECTRUM_ASICS
 
 #: cfgmgr/buffer_pool_mellanox.lua: management pool, egress mirror headroom per admin-up port,

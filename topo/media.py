@@ -2,7 +2,7 @@
 
 The rules ship as data (``topo/data/optics.yaml``, its format documented in the file itself, with
 the source of every reach and power figure); :func:`media_catalog` reads and checks that file or a
-user's file of the same format, reporting every problem at once. :mod:`topo.outputs.cabling`
+user's file of the same format, reporting every problem at once. :mod:`topo.cabling`
 applies the rules to a fabric. ``docs/cabling.md`` carries :func:`media_table_markdown`'s table.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..errors import ProblemsError, quote
-from ..inputs import InputFileError, parse_error, read_text, shown_path
+from .errors import ProblemsError, quote
+from .inputs import InputFileError, parse_error, read_text, shown_path
 
 #: Media kinds.
 COPPER, OPTICAL = "copper", "optical"
