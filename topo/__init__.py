@@ -3,10 +3,17 @@
 The stages, one folder each, every import pointing to an earlier one::
 
     topo/            spec -> sizing -> Fabric      load_spec(...) -> FabricSpec -> build_fabric(spec)
+    topo/hardware/   the hardware catalogue        GPUs, server profiles, NVLink domains (design stage)
     topo/analysis/   Fabric -> results             analyze(fabric) -> Analysis
     topo/outputs/    Fabric + results -> files     one renderer a format: {relative path: text}
     topo/pipeline/   each command's run of them    topo.pipeline.build.build(spec_file, fields, ...)
     topo/cli.py      the command line              the only module that touches the terminal
+
+The design stage (``topo/*.py`` and ``topo/hardware/``) also holds the facts of a design that every
+later stage reads and none works out again: the counts (``summary``), the cabling plan
+(``cabling``), lossless QoS and buffers (``qos``, ``buffers``), the media and switch catalogues
+(``media``, ``catalog``), and on the Fabric itself each tier's switch, the link technology and the
+port names.
 
 The public API below is importable from ``topo`` itself. Its names are imported when first used,
 so ``import topo`` (and a design-stage import) stays light.

@@ -154,11 +154,6 @@ class Fabric:
         return int(np.count_nonzero(self.tier == tier))
 
 
-def is_ethernet(fabric: Fabric) -> bool:
-    """Ethernet switch configs apply (not to an InfiniBand switch model): ``fabric.ethernet``."""
-    return fabric.ethernet
-
-
 def design_facts(spec: FabricSpec, plan: Plan, addressing: Addressing) -> dict[str, Any]:
     """The facts a :class:`Fabric` carries beside its arrays, worked out once when it is built: each
     tier's switch model, the link technology and the port names."""

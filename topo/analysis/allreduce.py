@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AnalysisError
-from ..fabric import Fabric, is_ethernet, rank_within
+from ..fabric import Fabric, rank_within
 from ..hardware.servers import NodeModel
 from .choices import DEFAULT_HASH_SAMPLES, HASH_BUDGET, MIN_AUTO_SAMPLES
 from .collective import (ALGO_INDEX, Connections, channel_layout, connections, graphs, job_nodes, node_model_of,
@@ -224,12 +224,12 @@ def _job(fabric: Fabric, options: AnalysisOptions, faults: Faults, ud, node: Nod
     n = int(order.size)
     routing = options.routing
     if routing == "auto":
-        routing = "ecmp" if is_ethernet(fabric) else "dmodk"
+        routing = "ecmp" if fabric.ethernet else "dmodk"
     pcie_gbps = usable_pcie_gbps(node)
     nic_usable = min(fabric.spec.nic_port_gbps * options.link_efficiency, pcie_gbps)
     layout = channel_layout(node, n, nic_usable, live_nics, options.channels, fabric.plan.planes)
     sharp = options.sharp
-    if sharp and is_ethernet(fabric):
+    if sharp and fabric.ethernet:
         raise AnalysisError(["--sharp: in-network reduction (SHARP, NCCL's CollNet) needs an InfiniBand "
                              "switch model (switch: ndr-64x400 or xdr-144x800)"])
     allowed = _allowed_algorithms(options, node, n, sharp)

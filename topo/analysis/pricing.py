@@ -36,7 +36,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..fabric import Fabric, is_ethernet
+from ..fabric import Fabric
 from ..hardware.servers import NodeModel
 from .allreduce import AllReduce, allreduce, connection_samples
 from .collective import node_model_of, nvlink_usable, usable_pcie_gbps
@@ -77,7 +77,7 @@ class Network:
         self.faults = faults if faults is not None else apply_faults(fabric, o.fail, o.fail_random, o.seed)
         self.ud = ud or updown(fabric, self.faults)
         self.tables = port_tables(fabric)
-        self.routing = o.routing if o.routing != "auto" else ("ecmp" if is_ethernet(fabric) else "dmodk")
+        self.routing = o.routing if o.routing != "auto" else ("ecmp" if fabric.ethernet else "dmodk")
         self.baseline = baseline
         self._constants: TunerConstants | None = None
 

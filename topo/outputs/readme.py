@@ -14,7 +14,7 @@ import jinja2
 import jinja2.meta
 
 from .. import __version__
-from ..fabric import ROLES, Fabric, is_ethernet
+from ..fabric import ROLES, Fabric
 from ..inputs import problem_kind
 from .cabling import cabling_line
 from .configs import CONFIG_OUTPUTS
@@ -90,7 +90,7 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
         "summary": summary.to_dict(),
         "roles": ROLES,
         "analysis": analysis.to_dict() if analysis is not None else None,
-        "configs": configs and is_ethernet(fabric),
+        "configs": configs and fabric.ethernet,
         "switch_count": len(fabric.names) - fabric.plan.nodes,
         "cabling": cabling.to_dict() if cabling is not None else None,
         "cabling_line": cabling_line(cabling).removeprefix("cabling: ") if cabling is not None else None,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..caveats import Caveat
-from ..fabric import Fabric, is_ethernet
+from ..fabric import Fabric
 from ..cabling import plan_cabling
 from ..outputs.cabling import cabling_files
 from ..outputs.caveats import caveats
@@ -92,7 +92,7 @@ def _build_into(folder: Any, out: Path, stack: ExitStack, spec: Any, server: "Se
 
     with progress.stage(f"building {spec.gpus:,} GPUs"):
         fabric = build_fabric(spec)
-    with_configs = configs and is_ethernet(fabric)
+    with_configs = configs and fabric.ethernet
     workers = jobs or os.cpu_count() or 1
     # the switch configs are rendered and written by worker processes from now on, while this one
     # analyses and writes the rest; leaving the block (an error too) stops them before the folder
@@ -151,7 +151,7 @@ def build_files(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = 
     instead of rendering them here.
     """
     user_dirs = tuple(user_dirs)
-    configs = configs and is_ethernet(fabric)
+    configs = configs and fabric.ethernet
     cabling = cabling if cabling is not None else plan_cabling(fabric)
     server = server if server is not None else resolve_server(fabric.spec, base_dir)
     if warnings is None:

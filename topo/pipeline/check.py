@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..fabric import Fabric, is_ethernet, switch_port_names
+from ..fabric import Fabric, switch_port_names
 from ..inputs import MAX_SPEC_BYTES
 from ..outputs.manifest import MANIFEST, NotABuild, digest, foreign_entries, read_manifest
 from .design import file_digest, folder_spec, spec_from
@@ -112,7 +112,7 @@ def check_folder(folder: Path, fabric: Fabric, render: Callable[[], Iterable[tup
         report.problems.append(_listing("absent: files topo writes for this spec that the folder lacks", new))
     if gone:
         report.problems.append(_listing("left over: files topo no longer writes for this spec", gone))
-    if is_ethernet(fabric):
+    if fabric.ethernet:
         frr, dbs = {}, {}
         for v in range(fabric.first(1), len(fabric.names)):
             for name, store in (("frr.conf", frr), ("config_db.json", dbs)):

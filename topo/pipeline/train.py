@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from ..analysis.analyze import AnalysisOptions
 from ..analysis.training import Step, train_step
 from ..errors import AnalysisError, TopoError, UsageError, key_name, quote
-from ..fabric import Fabric, build_fabric, is_ethernet
+from ..fabric import Fabric, build_fabric
 from ..outputs.terminal import PARTS
 from ..hardware.servers import NodeModel
 from ..spec import FabricSpec, format_ratio, load_spec
@@ -33,7 +33,7 @@ def fabric_line(fabric: Fabric) -> dict[str, Any]:
     return {"gpus": spec.gpus, "gpus_per_node": spec.gpus_per_node, "nics_per_node": spec.nic_ports,
             "nic_gbps": spec.nic_port_gbps, "tiers": fabric.plan.tiers, "placement": spec.placement,
             "oversubscription": f"{format_ratio(spec.oversubscription)}:1", "switch": spec.switch,
-            "ethernet": is_ethernet(fabric)}
+            "ethernet": fabric.ethernet}
 
 
 def variant(spec: FabricSpec, **changes: Any) -> FabricSpec:
@@ -123,7 +123,7 @@ def what_ifs(spec: FabricSpec, workload: Workload, options: AnalysisOptions, bas
     the other of 1:1 and 3:1, the other routing, and one spine failed; the change in step time."""
     fabric = fabric or build_fabric(spec)  # the fabric of ``spec``, when the caller has it
     tiers = fabric.plan.tiers
-    routing = options.routing if options.routing != "auto" else ("ecmp" if is_ethernet(fabric) else "dmodk")
+    routing = options.routing if options.routing != "auto" else ("ecmp" if fabric.ethernet else "dmodk")
     cases: list[tuple[str, Callable[[], Step]]] = []
     if tiers >= 2:
         other = "rack" if spec.placement == "rail" else "rail"
