@@ -95,3 +95,12 @@ def test_the_readme_architecture_names_the_pipeline_layer():
     text = README.read_text(encoding="utf-8")
     section = text.partition("## Architecture")[2].partition("\n## ")[0]
     assert "topo/pipeline/" in section
+
+
+def test_every_subpackage_is_shipped_in_the_wheel():
+    """A package folder missing from pyproject.toml's list installs from a checkout but not from a wheel."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11+")
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(PACKAGE.parent).parts) for init in PACKAGE.rglob("__init__.py")}
+    assert found <= listed, f"not in pyproject.toml's packages: {sorted(found - listed)}"

@@ -17,7 +17,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 DOTTED = re.compile(r"(?<![\w./-])topo(?:\.[A-Za-z_]\w*)+")
 #: ``from topo.analysis.hops import hop_counts, HopCounts`` in an example.
 FROM_IMPORT = re.compile(r"^\s*(?:>>> )?from (topo(?:\.\w+)*) import ([\w, ]+)$", re.M)
-#: A path in the source tree: ``topo/outputs/qos.py``, ``templates/frr/bgp.j2``, ``examples/...``.
+#: A path in the source tree: ``topo/outputs/cabling.py``, ``templates/frr/bgp.j2``, ``examples/...``.
 TREE_PATH = re.compile(r"(?<![\w./-])(?:topo|templates|benchmarks|tests|scripts|examples)/[\w./-]*\w")
 #: A fenced code block.
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
