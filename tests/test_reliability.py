@@ -297,14 +297,14 @@ def test_an_error_while_the_config_workers_run_stops_them_and_writes_nothing(tmp
     meanwhile (here in the design review) stops them before the folder is tidied away."""
     import multiprocessing
 
-    import topo.outputs.report as report
+    import topo.pipeline.build as build  # the review as the build calls it
     from topo.errors import TopoError
 
     def fails(*args, **kwargs):
         assert len(multiprocessing.active_children()) == 2  # the workers are rendering by now
         raise TopoError("the review failed")
 
-    monkeypatch.setattr(report, "review", fails)
+    monkeypatch.setattr(build, "review", fails)
     result = run_in(tmp_path, "build", "--gpus", 4096, "--no-analysis", "-o", "out", "-j", 2, "-q")
     one_error(result, "the review failed")
     assert multiprocessing.active_children() == []
