@@ -153,6 +153,18 @@ def test_build_never_replaces_a_folder_that_holds_its_price_list(tmp_path, built
               f"holds {prices}, an input of this build")
 
 
+def test_sweep_names_a_price_list_inside_the_folder_it_replaces_as_its_input(tmp_path):
+    """The files the designs name (price list, host names, server profile) are inputs of the sweep
+    as they are of a build: said so, not only as a file topo did not write."""
+    out = tmp_path / "sweep"
+    assert run("sweep", "--gpus", 16, "-o", out, "-q", "-j", 1, "--no-cache").exit_code == 0
+    prices = out / "prices.yaml"
+    shutil.copy(Path(__file__).parents[1] / "examples" / "prices" / "illustrative.yaml", prices)
+    one_error(run("sweep", "--gpus", 16, "--prices", prices, "-o", out, "--force", "-q", "-j", 1, "--no-cache"),
+              f"holds {prices}, an input of this sweep")
+    assert prices.is_file() and read_stamp(out).command == "sweep"
+
+
 def test_sweep_never_writes_its_cache_into_the_folder_it_replaces(tmp_path):
     out = tmp_path / "sweep"
     assert run("sweep", "--gpus", 16, "-o", out, "-q", "-j", 1, "--no-cache").exit_code == 0

@@ -304,7 +304,7 @@ def _inputs(planned: Plan, cache: "Cache") -> list[Any]:
     cache, the names of the files the designs name, the NCCL constants files."""
     s = planned.sweep
     return [planned.spec_file, planned.sweep_file, cache.folder,
-            *named_files(planned.fixed, planned.base, planned.base_dir),
+            *named_files(planned.fixed, planned.base, planned.base_dir).values(),
             *sorted({Path(t.options.nccl_constants) for t in s.tasks if t.options.nccl_constants})]
 
 
