@@ -456,8 +456,10 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
 @spec_options(hide=BUILD_ONLY_FIELDS)
 @analysis_options
 @format_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet: bool, **fields: Any) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (warnings still, see --no-warnings).")
+@click.option("--no-warnings", is_flag=True, help="No warnings on stderr (they stay in --format json).")
+def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet: bool, no_warnings: bool,
+                    **fields: Any) -> None:
     """Hops, bisection bandwidth, ECMP width and the same-rank all-reduce of a fabric.
 
     DESIGN is a folder written by 'topo build': its spec.yaml is read, the fabric rebuilt and
@@ -482,7 +484,10 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
     with user_errors():
         options = options_from_cli(fields, progress)
         result = analyze(design, spec_file, fields, options, progress)
-    emit(result.to_dict(), fmt, lambda: analysis_table(result))
+        if not no_warnings:  # shown even with -q, as topo build shows them
+            for warning in result.warnings:
+                click.echo(warning.line(), err=True)
+    emit(result.to_dict(), fmt, lambda: analysis_table(result.analysis))
 
 
 @main.command(name="check")
