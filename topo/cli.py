@@ -467,7 +467,9 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
     flags override the folder's spec, and then the check is skipped). Without DESIGN, the spec
     comes from -f and the spec flags, as for 'topo build'. Spec fields that only the build's files
     use (addresses, BGP, QoS, cables, host names) are accepted but not listed here; the server
-    profile (--server) gives the node's GPUs, NVLink and PCIe to the all-reduce model.
+    profile (--server) gives the node's GPUs, NVLink and PCIe to the all-reduce model. The build's
+    warnings that qualify these figures (an assumed node model, oversubscription, ...) are printed
+    on stderr, even with -q.
 
     \b
     Examples:
