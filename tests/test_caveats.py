@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from topo import build_fabric, load_spec
 from topo.analysis.analyze import AnalysisOptions, analyze
-from topo.caveats import CODES, Caveat
-from topo.outputs.caveats import caveats
+from topo.caveats import ANALYSIS_CODES, CODES, Caveat
+from topo.outputs.caveats import analysis_caveats, caveats
 from topo.cli import main
 from topo.cabling import plan_cabling
 from topo.hardware.catalog import resolve_server
@@ -129,3 +129,92 @@ def test_format_json_carries_the_warnings(tmp_path):
     out, result = _build(tmp_path, "-q", "--no-warnings", "--format", "json")
     data = json.loads(result.stdout)
     assert data["warnings"] == json.loads((out / "summary.json").read_text())["warnings"]
+
+
+# --- topo analyze: the warnings that qualify the analysis ------------------------------------------
+
+#: The README's DGX B300 example: a generic 8-GPU, 16-NIC server, so an H100 HGX's NVLink is assumed.
+B300_FLAGS = ["--gpus", "4096", "--switch", "eth-51t-128x400", "--nic-gbps", "800", "--planes", "2"]
+#: A 4-GPU, 4-NIC server no shipped profile describes: its node model is assumed.
+GENERIC_4 = {"gpus": 64, "gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 200}
+
+
+def _analyze(*args):
+    result = CliRunner().invoke(main, ["analyze", *map(str, args)], prog_name="topo")
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def _warning_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("warning[")]
+
+
+def test_analysis_codes_are_codes():
+    assert ANALYSIS_CODES < set(CODES)
+    assert not {"placeholder-server-profile", "nccl-xml-elements", "no-switch-model", "no-sonic-platform",
+                "infiniband-no-configs", "cabling", "prices-incomplete"} & ANALYSIS_CODES
+
+
+@pytest.mark.parametrize("spec, options", [
+    ({"gpus": 200}, None),
+    ({"gpus": 768, "oversubscription": 3}, None),
+    ({"gpus": 1024, "placement": "rack"}, None),
+    (GENERIC_4, None),
+    ({"gpus": 256, "dual_tor": True}, AnalysisOptions(sizes=(1 << 30,), qps=1)),
+    ({"gpus": 512}, AnalysisOptions(sizes=(1 << 30,), fail=tuple(f"cluster-spine-{j:02d}" for j in range(8)))),
+])
+def test_the_analysis_warnings_are_the_builds_of_the_analysis_codes(spec, options):
+    """One set of rules: the build's list, less the codes about files an analysis does not write."""
+    fabric = build_fabric(load_spec(spec))
+    analysis = analyze(fabric, options or AnalysisOptions(sizes=(1 << 30,)))
+    every = caveats(fabric, analysis, plan_cabling(fabric), resolve_server(fabric.spec))
+    assert analysis_caveats(fabric, analysis) == [c for c in every if c.code in ANALYSIS_CODES]
+    assert analysis_caveats(fabric) == [c for c in caveats(fabric) if c.code in ANALYSIS_CODES]
+
+
+def test_analyze_says_the_node_model_is_assumed_even_with_quiet():
+    result = _analyze(*B300_FLAGS, "-q")
+    lines = _warning_lines(result.stderr)
+    assert [line.split("]")[0] for line in lines] == ["warning[assumed-node-model"], result.stderr
+    assert lines[0].startswith("warning[assumed-node-model]: the server profile does not give nvlink_bw, "
+                               "nvswitch, sm: the all-reduce model takes its GPU generation's defaults")
+
+
+def test_analyze_shows_the_build_s_own_lines_and_no_warnings_hides_them(tmp_path):
+    spec = ["--gpus", "64", "--gpus-per-node", "4", "--nics-per-node", "4", "--nic-gbps", "200"]
+    built = CliRunner().invoke(main, ["build", *spec, "-o", str(tmp_path / "d"), "-q", "--no-configs"],
+                               prog_name="topo")
+    assert built.exit_code == 0, built.output
+    shown = _warning_lines(_analyze(*spec, "-q").stderr)
+    assert shown and shown == [line for line in _warning_lines(built.stderr)
+                               if line.split("]")[0][len("warning["):] in ANALYSIS_CODES]
+    assert "assumed-node-model" in shown[-1] and not any("placeholder-server-profile" in line for line in shown)
+    assert _analyze(*spec, "-q", "--no-warnings").stderr == ""
+
+
+def test_analyze_format_json_lists_the_warnings_as_build_does():
+    result = _analyze(*B300_FLAGS, "-q", "--format", "json")
+    data = json.loads(result.stdout)
+    assert [w["code"] for w in data["warnings"]] == ["assumed-node-model"]
+    assert set(data["warnings"][0]) == {"code", "message"}
+    assert _warning_lines(result.stderr) == [f"warning[{w['code']}]: {w['message']}" for w in data["warnings"]]
+    quiet = _analyze(*B300_FLAGS, "-q", "--format", "json", "--no-warnings")
+    assert quiet.stderr == "" and json.loads(quiet.stdout)["warnings"] == data["warnings"]
+
+
+def test_the_default_analysis_has_no_warnings():
+    result = _analyze("--gpus", "1024", "-q", "--format", "json")
+    assert result.stderr == "" and json.loads(result.stdout)["warnings"] == []
+    assert _analyze("--gpus", "1024").stderr.count("warning[") == 0
+
+
+def test_analyze_of_a_design_folder_has_the_warnings_its_summary_lists(tmp_path):
+    out = tmp_path / "d"
+    built = CliRunner().invoke(main, ["build", "--gpus", "200", "--gpus-per-node", "4", "--nics-per-node", "4",
+                                      "--nic-gbps", "200", "-o", str(out), "-q"], prog_name="topo")
+    assert built.exit_code == 0, built.output
+    listed = [w for w in json.loads((out / "summary.json").read_text())["warnings"] if w["code"] in ANALYSIS_CODES]
+    assert {w["code"] for w in listed} == {"partial-scalable-unit", "assumed-node-model"}
+    result = _analyze(out, "-q", "--format", "json")
+    assert json.loads(result.stdout)["warnings"] == listed
+    assert _warning_lines(result.stderr) == [f"warning[{w['code']}]: {w['message']}" for w in listed]

@@ -4,7 +4,9 @@ A caveat is something a design review must not miss: a figure that rests on an a
 shape that is not symmetric, an output that is not what the real system will see. :func:`topo.outputs.caveats.caveats`
 (``topo.outputs.caveats``) collects them from the build's parts; ``topo build`` prints them on stderr (``warning[CODE]: ...``,
 even with ``-q``, unless ``--no-warnings``) and writes them into ``summary.json``, its
-``--format json`` output and the folder's README. docs/warnings.md lists every code.
+``--format json`` output and the folder's README. ``topo analyze`` shows those of
+:data:`ANALYSIS_CODES` the same way (:func:`topo.outputs.caveats.analysis_caveats`).
+docs/warnings.md lists every code.
 
 Examples
 --------
@@ -41,6 +43,16 @@ CODES: dict[str, str] = {
     "prices-incomplete": "the price list leaves items of the bill of materials unpriced",
 }
 
+#: The codes that qualify what ``topo analyze`` reports (hops, bisection, ECMP width, the all-reduce
+#: on the server's node model), which it shows: the analysis' own, the fabric's shape, the traffic's
+#: and the node model's. The others are about files an analysis does not write (the NCCL topology
+#: files, the switch configs, the cabling plan, the prices) or figures it does not give (power).
+ANALYSIS_CODES: frozenset[str] = frozenset({
+    "fabric-cut", "allreduce-unroutable", "job-stops", "bisection-differs", "nvlink-only",
+    "partial-scalable-unit", "oversubscription", "uneven-ecmp", "hash-polarization", "rings-cross-spine",
+    "dual-tor-queue-pairs", "assumed-node-model",
+})
+
 #: Share of the all-reduce's connections leaving their leaf above which ``rings-cross-spine`` is raised.
 CROSS_SPINE_SHARE = 0.25
 #: NCCL topology elements (of 255) above which ``nccl-xml-elements`` is raised.
@@ -65,4 +77,4 @@ class Caveat:
         return f"warning[{self.code}]: {self.message}"
 
 
-__all__ = ["CODES", "CROSS_SPINE_SHARE", "NCCL_ELEMENTS_WARN", "Caveat"]
+__all__ = ["ANALYSIS_CODES", "CODES", "CROSS_SPINE_SHARE", "NCCL_ELEMENTS_WARN", "Caveat"]

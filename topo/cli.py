@@ -184,10 +184,8 @@ def templates_option(func: Callable) -> Callable:
 
 def format_option(func: Callable) -> Callable:
     """``--format table|json|yaml`` for commands that print results."""
-    return click.option(
-        "--format", "fmt", type=click.Choice(["table", "json", "yaml"]), default="table",
-        show_default=True, help="How to print the results on stdout.",
-    )(func)
+    return click.option("--format", "fmt", type=click.Choice(["table", "json", "yaml"]), default="table",
+                        show_default=True, help="How to print the results on stdout.")(func)
 
 
 class SizeList(click.ParamType):
@@ -438,9 +436,8 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
     with user_errors():
         made = run_build(spec_file, fields, output, force, discard_edits, analysis=not no_analysis,
                          configs=not no_configs, jobs=jobs, templates=templates, progress=progress)
-        if not no_warnings:  # shown even with -q: a review must not miss them
-            for warning in made.warnings:
-                click.echo(warning.line(), err=True)
+        for warning in [] if no_warnings else made.warnings:  # shown even with -q: a review must not miss them
+            click.echo(warning.line(), err=True)
     data = made.summary.to_dict()
     data["cabling"] = made.cabling.to_dict()
     data["warnings"] = [w.to_dict() for w in made.warnings]
@@ -456,8 +453,9 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
 @spec_options(hide=BUILD_ONLY_FIELDS)
 @analysis_options
 @format_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet: bool, **fields: Any) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (warnings still, see --no-warnings).")
+@click.option("--no-warnings", is_flag=True, help="No warnings on stderr (they stay in --format json).")
+def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet: bool, no_warnings: bool, **fields: Any) -> None:
     """Hops, bisection bandwidth, ECMP width and the same-rank all-reduce of a fabric.
 
     DESIGN is a folder written by 'topo build': its spec.yaml is read, the fabric rebuilt and
@@ -482,7 +480,9 @@ def analyze_command(design: Path | None, spec_file: Path | None, fmt: str, quiet
     with user_errors():
         options = options_from_cli(fields, progress)
         result = analyze(design, spec_file, fields, options, progress)
-    emit(result.to_dict(), fmt, lambda: analysis_table(result))
+        for warning in [] if no_warnings else result.warnings:  # shown even with -q, as by topo build
+            click.echo(warning.line(), err=True)
+    emit(result.to_dict(), fmt, lambda: analysis_table(result.analysis))
 
 
 @main.command(name="check")

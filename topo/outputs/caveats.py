@@ -5,6 +5,8 @@ Examples
 >>> from topo import build_fabric, load_spec
 >>> [c.code for c in caveats(build_fabric(load_spec({"gpus": 200})))]
 ['partial-scalable-unit', 'no-switch-model', 'no-sonic-platform']
+>>> [c.code for c in analysis_caveats(build_fabric(load_spec({"gpus": 200})))]
+['partial-scalable-unit']
 """
 
 from __future__ import annotations
@@ -26,12 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cabling | None" = None,
             server: "ServerProfile | None" = None, configs: bool = True) -> list[Caveat]:
     """Every caveat of a design, in the order of :data:`CODES` (the same input, the same list)."""
-    found: list[Caveat] = []
-    if analysis is not None:
-        found += analysis.caveats()
-    found += _shape(fabric)
-    if analysis is not None:
-        found += _traffic(analysis)
+    found = analysis_caveats(fabric, analysis)
     if server is not None:
         found += _server(server)
     found += _outputs(fabric, configs)
@@ -42,6 +39,24 @@ def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cablin
             found.append(Caveat("prices-incomplete",
                                 f"the price list has no price for {', '.join(missing)}: the cost of "
                                 f"{cabling.cost['total']:,.0f} {cabling.cost['currency']} leaves them out"))
+    return _in_order(found)
+
+
+def analysis_caveats(fabric: Fabric, analysis: "Analysis | None" = None) -> list[Caveat]:
+    """The caveats of :func:`caveats` that qualify the analysis' figures (the codes of
+    :data:`~topo.caveats.ANALYSIS_CODES`): the analysis' own, the fabric's shape and the traffic's,
+    in the order of :data:`CODES`. ``topo analyze`` shows these; without an analysis, the shape's."""
+    found: list[Caveat] = []
+    if analysis is not None:
+        found += analysis.caveats()
+    found += _shape(fabric)
+    if analysis is not None:
+        found += _traffic(analysis)
+    return _in_order(found)
+
+
+def _in_order(found: list[Caveat]) -> list[Caveat]:
+    """``found`` in the order of :data:`CODES` (a code's own caveats keep their order)."""
     order = {code: i for i, code in enumerate(CODES)}
     return sorted(found, key=lambda c: order[c.code])
 

@@ -3,11 +3,14 @@
 :func:`analyze` loads the design (a DESIGN folder, checked against its ``design.json`` unless spec
 fields override it, or a spec file and fields: :mod:`topo.pipeline.design`), checks the memory and
 time the analysis would take before anything is built, builds the fabric and runs
-:func:`topo.analysis.analyze.analyze` on it.
+:func:`topo.analysis.analyze.analyze` on it. Its warnings are those of the build that qualify the
+analysis (:func:`topo.outputs.caveats.analysis_caveats`, the same function the build's list comes
+from): a DESIGN folder analysed with the default options has those its ``summary.json`` lists.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,17 +19,34 @@ from .progress import SILENT, Progress
 
 if TYPE_CHECKING:
     from ..analysis.analyze import Analysis, AnalysisOptions
+    from ..caveats import Caveat
+
+
+@dataclass(frozen=True)
+class AnalyzeResult:
+    """What :func:`analyze` made: the analysis and the warnings that qualify its figures."""
+
+    analysis: "Analysis"
+    warnings: "list[Caveat]"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analysis' data, its ``warnings`` these (as ``topo build --format json`` lists its own)."""
+        data = self.analysis.to_dict()
+        data["warnings"] = [w.to_dict() for w in self.warnings]
+        return data
 
 
 def analyze(design: Path | None = None, spec_file: Path | None = None, fields: dict[str, Any] | None = None,
-            options: "AnalysisOptions | None" = None, progress: Progress = SILENT) -> "Analysis":
+            options: "AnalysisOptions | None" = None, progress: Progress = SILENT) -> AnalyzeResult:
     """The analysis of a design: the DESIGN folder ``design`` or the spec file ``spec_file`` (not
-    both), with the spec ``fields`` over it (None for a field not given), under ``options``."""
+    both), with the spec ``fields`` over it (None for a field not given), under ``options``; and
+    its warnings."""
     from ..addressing import check_addressing
     from ..analysis.analyze import AnalysisOptions, check_analysis_work
     from ..analysis.analyze import analyze as analyses
     from ..fabric import build_fabric
     from ..hardware.catalog import resolve_server
+    from ..outputs.caveats import analysis_caveats
     from ..sizing import plan_fabric
 
     fields = dict(fields or {})
@@ -45,4 +65,5 @@ def analyze(design: Path | None = None, spec_file: Path | None = None, fields: d
     if design is not None and not overridden:
         check_unchanged(design, fabric, spec_file)
     with progress.stage("analysing"):
-        return analyses(fabric, options, node=node)
+        analysis = analyses(fabric, options, node=node)
+    return AnalyzeResult(analysis, analysis_caveats(fabric, analysis))
