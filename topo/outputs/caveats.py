@@ -106,6 +106,13 @@ def _traffic(analysis: "Analysis") -> Iterable[Caveat]:
                      f"the server profile does not give {', '.join(assumed)}: the all-reduce model takes "
                      f"its GPU generation's defaults (an H100 HGX's for a generic profile); describe the "
                      f"server with --server FILE")
+    domain = node.get("nvlink_domain") if isinstance(node, dict) else None
+    if domain and domain > node["gpus"]:
+        per = node["gpus"]
+        yield Caveat("multi-node-nvlink",
+                     f"the NVLink domain of {domain} GPUs spans {domain // per} servers (trays) of {per}; "
+                     f"collectives are priced within each server's {per} GPUs (multi-node NVLink is not "
+                     f"modelled yet), so busbw across servers is underestimated")
 
 
 def _server(server: "ServerProfile") -> Iterable[Caveat]:
