@@ -38,6 +38,7 @@ def codes(spec: dict, analysis_options: AnalysisOptions | None = None, configs: 
     ({"gpus": 1024}, AnalysisOptions(sizes=(1 << 30,), fail=("cluster-leaf-su00-r0:40",)), "uneven-ecmp"),
     ({"gpus": 1024}, AnalysisOptions(sizes=(1 << 30,), hash_polarized=True), "hash-polarization"),
     ({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 200}, None, "assumed-node-model"),
+    ({"gpus": 288, "gpus_per_node": 4, "nics_per_node": 4, "server": "gb200-nvl72"}, None, "multi-node-nvlink"),
     ({"gpus": 512, "switch": "ndr-64x400", "oversubscription": "33:31"}, None, "cabling"),
     ({"gpus": 1024}, None, "no-switch-model"),
     ({"gpus": 1024}, None, "no-sonic-platform"),
@@ -129,3 +130,13 @@ def test_format_json_carries_the_warnings(tmp_path):
     out, result = _build(tmp_path, "-q", "--no-warnings", "--format", "json")
     data = json.loads(result.stdout)
     assert data["warnings"] == json.loads((out / "summary.json").read_text())["warnings"]
+
+
+@pytest.mark.parametrize("server, shape", [
+    ("dgx-b200", {}), ("hgx-h200-8nic", {}), ("dgx-b300", {"nic_gbps": 800, "planes": 2, "switch": "eth-51t-128x400"}),
+    ("gb300-nvl72", {"gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 800, "switch": "eth-51t-64x800"}),
+])
+def test_a_shipped_blackwell_profile_is_no_assumed_node(server, shape):
+    found = codes({"gpus": 256, "server": server, **shape})
+    assert "assumed-node-model" not in found
+    assert ("multi-node-nvlink" in found) == server.endswith("nvl72")

@@ -109,7 +109,7 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
     >>> resolve_server(load_spec({"gpus": 64, "server": "hgx-h100-8nik"}))
     Traceback (most recent call last):
     ...
-    topo.errors.SpecError: server: unknown server profile 'hgx-h100-8nik' (did you mean 'hgx-h100-8nic'?); known: hgx-h100-4nic, hgx-h100-8nic, or the path of a YAML profile (docs/nccl.md)
+    topo.errors.SpecError: server: unknown server profile 'hgx-h100-8nik' (did you mean 'hgx-h100-8nic'?); known: dgx-b200, dgx-b300, gb200-nvl72, gb300-nvl72, hgx-h100-4nic, hgx-h100-8nic, hgx-h200-8nic, or the path of a YAML profile (docs/nccl.md)
     """
     gpn, npn, gbps = spec.gpus_per_node, spec.nic_ports, spec.nic_port_gbps  # a NIC port is a device
     shipped = server_profiles()

@@ -364,7 +364,7 @@ def workload_of(path: Path | None, values: dict[str, Any], server: tuple[str, st
         name, model = server
         given = fields.setdefault("gpu", model)
         if isinstance(given, str) and given != model:
-            raise AnalysisError([f"{origin.get('gpu', '--')}gpu {quote(given)}: the server profile {name} (--server) holds "
+            raise AnalysisError([f"{origin.get('gpu', '--')}gpu {quote(given)}: the server profile {name} holds "
                                  f"{model} GPUs; leave out --gpu to take them, or name a server of {given} GPUs "
                                  f"(topo servers)"])
     return workload_from(fields, origin)
