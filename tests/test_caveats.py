@@ -140,3 +140,13 @@ def test_a_shipped_blackwell_profile_is_no_assumed_node(server, shape):
     found = codes({"gpus": 256, "server": server, **shape})
     assert "assumed-node-model" not in found
     assert ("multi-node-nvlink" in found) == server.endswith("nvl72")
+
+
+def test_the_nvlink_domain_warning_needs_no_analysis():
+    spec = {"gpus": 288, "gpus_per_node": 4, "nics_per_node": 4, "server": "gb200-nvl72"}
+    fabric = build_fabric(load_spec(spec))
+    found = caveats(fabric, None, None, resolve_server(fabric.spec))
+    assert [c.message for c in found if c.code == "multi-node-nvlink"] == [
+        "the NVLink domain of 72 GPUs spans 18 servers (trays) of 4; collectives are priced within each "
+        "server's 4 GPUs (multi-node NVLink is not modelled yet), so busbw across servers is underestimated"]
+    assert "multi-node-nvlink" in [c.code for c in caveats(fabric, analyze(fabric, AnalysisOptions(sizes=(1 << 30,))))]

@@ -34,6 +34,7 @@ def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cablin
         found += _traffic(analysis)
     if server is not None:
         found += _server(server)
+    found += _nvlink_domain(server, analysis)
     found += _outputs(fabric, configs)
     if cabling is not None:  # its "switch power unknown" is no-switch-model's
         found += [Caveat("cabling", w) for w in cabling.warnings if not w.startswith("switch power unknown")]
@@ -106,13 +107,6 @@ def _traffic(analysis: "Analysis") -> Iterable[Caveat]:
                      f"the server profile does not give {', '.join(assumed)}: the all-reduce model takes "
                      f"its GPU generation's defaults (an H100 HGX's for a generic profile); describe the "
                      f"server with --server FILE")
-    domain = node.get("nvlink_domain") if isinstance(node, dict) else None
-    if domain and domain > node["gpus"]:
-        per = node["gpus"]
-        yield Caveat("multi-node-nvlink",
-                     f"the NVLink domain of {domain} GPUs spans {domain // per} servers (trays) of {per}; "
-                     f"collectives are priced within each server's {per} GPUs (multi-node NVLink is not "
-                     f"modelled yet), so busbw across servers is underestimated")
 
 
 def _server(server: "ServerProfile") -> Iterable[Caveat]:
@@ -127,6 +121,21 @@ def _server(server: "ServerProfile") -> Iterable[Caveat]:
                      f"NCCL may hold {elements} elements for the server's topology file, of the "
                      f"{TOPO_XML_MAX_NODES - 1} its parser takes: a larger server needs each GPU's sm "
                      f"and NVLink count in its profile (docs/nccl.md)")
+
+
+def _nvlink_domain(server: "ServerProfile | None", analysis: "Analysis | None") -> Iterable[Caveat]:
+    """``multi-node-nvlink``: the server's NVLink domain (its profile's, else the analysed node's)
+    joins several servers, of which the all-reduce model prices one server's GPUs."""
+    if server is not None:
+        domain, per = server.nvlink.gpus, server.gpu_count
+    else:
+        node = (analysis.allreduce.details.get("node") if analysis is not None else None) or {}
+        domain, per = node.get("nvlink_domain") or 0, node.get("gpus") or 0
+    if per and domain > per:
+        yield Caveat("multi-node-nvlink",
+                     f"the NVLink domain of {domain} GPUs spans {domain // per} servers (trays) of {per}; "
+                     f"collectives are priced within each server's {per} GPUs (multi-node NVLink is not "
+                     f"modelled yet), so busbw across servers is underestimated")
 
 
 def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:
