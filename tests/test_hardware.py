@@ -143,3 +143,18 @@ def test_train_refuses_a_gpu_the_named_server_does_not_hold():
     assert result.exit_code == 1
     assert "--gpu 'h100': the server profile dgx-b200 holds b200 GPUs" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_profile_file_naming_its_gpu_model_needs_no_nvlink_figures(tmp_path):
+    import yaml
+    from topo.hardware.catalog import resolve_server
+    from topo.spec import load_spec
+    body = dict(read_data("servers.yaml", "shipped server profiles")["dgx-b200"])
+    body["gpu"] = {k: v for k, v in body["gpu"].items() if k not in ("sm", "nvlink_bw", "nvswitch")}
+    path = tmp_path / "b200.yaml"
+    path.write_text(yaml.safe_dump(body))
+    node = resolve_server(load_spec({"gpus": 64, "server": str(path)})).node_model()
+    assert (node.sm, node.nvlink_bw, node.nvswitch, node.assumed) == (100, 900.0, 4, ())
+    path.write_text(yaml.safe_dump({k: v for k, v in body.items() if k != "gpu_model"}))
+    assert resolve_server(load_spec({"gpus": 64, "server": str(path)})).node_model().assumed == (
+        "nvlink_bw", "nvswitch", "sm")

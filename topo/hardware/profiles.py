@@ -31,11 +31,12 @@ import re
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import Any, Mapping
 
 from ..errors import SpecError, did_you_mean, key_name, quote
 from ..inputs import InputFileError, read_text, shown_path
 from ..spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
+from .gpus import Gpu
 from .nvlink import MAX_NVLINK_BW, MAX_NVSWITCH_GENERATION
 from .pcie import GENERIC_PCIE_WIDTHS, LINK_SPEEDS, PCIE_GENERATIONS, pcie_link_for, pcie_mbps
 from .servers import Cpu, GpuSlot, Nic, PciSwitch, ServerProfile, nic_guid, rails_of_gpu
@@ -266,12 +267,14 @@ _SWITCH_KEYS = ("busid", "link_speed", "link_width", *SWITCH_IDS, "gpus", "nics"
 _CPU_KEYS = ("numaid", "cpulist", "affinity", "arch", "vendor", "familyid", "modelid", "switches")
 
 
-def profile_from_dict(name: str, data: Any, source: str, gpu_models: Collection[str] | None = None) -> ServerProfile:
+def profile_from_dict(name: str, data: Any, source: str, gpu_models: Mapping[str, Gpu] | None = None) -> ServerProfile:
     """Check one profile mapping (the schema of docs/nccl.md) and build the profile.
 
-    ``gpu_models`` are the names of the GPU catalogue (:func:`topo.hardware.catalog.gpu_catalog`)
-    a ``gpu_model`` key must be one of; None: the name is not checked against them (the catalogue's
-    own loader, :mod:`topo.hardware.catalog`, always gives them).
+    ``gpu_models`` is the GPU catalogue (:func:`topo.hardware.catalog.gpu_catalog`) a
+    ``gpu_model`` key must name a GPU of; the named model's ``sm``, NVLink bandwidth and NVSwitch
+    generation stand in for those the GPU entries leave out (:meth:`ServerProfile.node_model`).
+    None: the name is not checked (the catalogue's own loader, :mod:`topo.hardware.catalog`,
+    always gives it).
 
     Raises
     ------
@@ -294,12 +297,14 @@ def profile_from_dict(name: str, data: Any, source: str, gpu_models: Collection[
     nvlink_domain = _read_nvlink_domain(r, top.get("nvlink_domain"), len(rows.gpus))
     if r.problems:
         raise SpecError(r.reported())
+    model = gpu_models.get(gpu_model) if gpu_models is not None and gpu_model is not None else None
     return ServerProfile(name=name, description=description, cpus=tuple(cpus),
                          socket_ifname=socket_ifname, source=source, gpu_model=gpu_model,
-                         nvlink_domain=nvlink_domain)
+                         nvlink_domain=nvlink_domain,
+                         gpu_figures=None if model is None else (model.sm, float(model.nvlink_GBps), model.nvswitch))
 
 
-def _read_gpu_model(r: _Reader, value: Any, known: Collection[str] | None) -> str | None:
+def _read_gpu_model(r: _Reader, value: Any, known: Mapping[str, Gpu] | None) -> str | None:
     """The profile's ``gpu_model``: a GPU of the catalogue (``topo train --list``), when given."""
     if value is None:
         return None
@@ -694,7 +699,7 @@ def _read_cpu_bits(r: _Reader, cf: str, c: dict, masks: dict[int, str], i: int,
 
 
 def read_profile_text(text: str, source: str, default_name: str,
-                      gpu_models: Collection[str] | None = None) -> ServerProfile:
+                      gpu_models: Mapping[str, Gpu] | None = None) -> ServerProfile:
     """A profile from YAML text: one profile (``name:`` optional) or a one-entry ``name: profile`` map."""
     shown = _shown_path(source)
     data = parse_yaml(text, f"server: profile file {shown}")
@@ -723,7 +728,7 @@ def _name_text(name: Any) -> Any:
     return str(name) if isinstance(name, (int, float)) else name
 
 
-def load_server_profile(path: str | Path, gpu_models: Collection[str] | None = None) -> ServerProfile:
+def load_server_profile(path: str | Path, gpu_models: Mapping[str, Gpu] | None = None) -> ServerProfile:
     """Read a user's profile file (same schema as ``topo/data/hardware/servers.yaml``, see docs/nccl.md);
     ``gpu_models`` as :func:`profile_from_dict` takes them."""
     path = Path(path)

@@ -193,8 +193,14 @@ class NodeModel:
         }
 
 
-def _slot_nvlink(gpu: GpuSlot, assumed: set[str]) -> tuple[int, float, int]:
-    """One GPU's (sm, nvlink_bw, nvswitch) for :class:`NodeModel`, adding what was not given to ``assumed``."""
+def _slot_nvlink(gpu: GpuSlot, assumed: set[str], figures: tuple[int, float, int] | None = None
+                 ) -> tuple[int, float, int]:
+    """One GPU's (sm, nvlink_bw, nvswitch) for :class:`NodeModel`, adding what was not given to
+    ``assumed``; ``figures``, the (sm, nvlink_bw, nvswitch) of the profile's GPU model, stand in
+    for what the GPU leaves out, and are no assumption."""
+    if figures is not None:
+        gpu = replace(gpu, **{key: value for key, value in zip(("sm", "nvlink_bw", "nvswitch"), figures)
+                              if getattr(gpu, key) is None})
     sm = ASSUMED_SM if gpu.sm is None else gpu.sm
     links = gpu.nvlink or (ASSUMED_NVLINKS if gpu.sm is None else 0)
     generation = nvlink_generation(sm)
@@ -239,6 +245,9 @@ class ServerProfile:
     nvlink_domain : int or None
         GPUs one NVLink fabric joins, the profile's ``nvlink_domain``: 8 on an HGX board, 72 for a
         tray of an NVL72 rack; None when the profile does not say (the server's GPUs).
+    gpu_figures : (int, float, int) or None
+        The (sm, NVLink GB/s each way, NVSwitch generation) of the GPU model, when the profile names
+        one of the catalogue: what :meth:`node_model` takes for a value the GPU entries leave out.
 
     Examples
     --------
@@ -261,6 +270,7 @@ class ServerProfile:
     source: str
     gpu_model: str | None = None
     nvlink_domain: int | None = None
+    gpu_figures: tuple[int, float, int] | None = None
 
     @property
     def switches(self) -> tuple[PciSwitch, ...]:
@@ -308,7 +318,7 @@ class ServerProfile:
         (4, True)
         """
         assumed: set[str] = set()
-        per_gpu = [_slot_nvlink(g, assumed) for g in self.gpus]
+        per_gpu = [_slot_nvlink(g, assumed, self.gpu_figures) for g in self.gpus]
         vendors = {_cpu_vendor(c) for c in self.cpus}
         return NodeModel(
             gpus=self.gpu_count, nics=self.nic_count,
