@@ -60,8 +60,7 @@ def test_shipped_profiles_give_every_value():
     assert gen5_x16 == pytest.approx(63.015375)
     eight = server_profiles()["hgx-h100-8nic"].node_model()
     assert eight == NodeModel(gpus=8, nics=8, nic_gbps=400.0, sm=90, nvlink_bw=450.0, nvswitch=3,
-                              gpu_pcie_GBps=gen5_x16, nic_pcie_GBps=gen5_x16, cpu_vendor="intel", assumed=(),
-                              nvlink_domain=8)
+                              gpu_pcie_GBps=gen5_x16, nic_pcie_GBps=gen5_x16, cpu_vendor="intel", assumed=())
     assert eight.nvls
     four = server_profiles()["hgx-h100-4nic"].node_model()
     assert (four.gpus, four.nics, four.cpu_vendor, four.nvlink_bw, four.nvswitch, four.assumed) == \

@@ -127,9 +127,11 @@ class NodeModel:
         The fields among ``sm``, ``nvlink_bw`` and ``nvswitch`` some GPU's profile entry does not
         give, so that a table or an assumption filled them in, sorted.
     nvlink_domain : int
-        GPUs of the profile's NVLink domain (its ``nvlink_domain``), 0 when it gives none (the
-        server's). The model prices collectives within one server's GPUs all the same: a domain of
-        several servers (:attr:`multi_node_nvlink`) is named in :meth:`to_dict` and warned about.
+        GPUs of the profile's NVLink domain (its ``nvlink_domain``) when it spans several servers
+        (:attr:`multi_node_nvlink`: 72 for an NVL72 tray), else 0 (the domain is the server's or
+        part of it; 0 keeps the model of such a server as it was, a sweep's cache key included).
+        The model prices collectives within one server's GPUs all the same: a domain of several
+        servers is named in :meth:`to_dict` and warned about.
 
     Examples
     --------
@@ -330,7 +332,7 @@ class ServerProfile:
             nic_pcie_GBps=min(pcie_mbps(n.link_speed, n.link_width) for n in self.nics) / 8000,
             cpu_vendor=vendors.pop() if len(vendors) == 1 else "mixed",
             assumed=tuple(sorted(assumed)),
-            nvlink_domain=self.nvlink_domain or 0,
+            nvlink_domain=self.nvlink_domain if (self.nvlink_domain or 0) > self.gpu_count else 0,
         )
 
     @property
