@@ -34,7 +34,8 @@ def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cablin
         found += _traffic(analysis)
     if server is not None:
         found += _server(server)
-    found += _nvlink_domain(server, analysis)
+        if analysis is None:  # with an analysis, its node says it (_traffic)
+            found += _nvlink_domain(server.nvlink.gpus, server.gpu_count)
     found += _outputs(fabric, configs)
     if cabling is not None:  # its "switch power unknown" is no-switch-model's
         found += [Caveat("cabling", w) for w in cabling.warnings if not w.startswith("switch power unknown")]
@@ -107,6 +108,8 @@ def _traffic(analysis: "Analysis") -> Iterable[Caveat]:
                      f"the server profile does not give {', '.join(assumed)}: the all-reduce model takes "
                      f"its GPU generation's defaults (an H100 HGX's for a generic profile); describe the "
                      f"server with --server FILE")
+    if isinstance(node, dict):
+        yield from _nvlink_domain(node.get("nvlink_domain") or 0, node.get("gpus") or 0)
 
 
 def _server(server: "ServerProfile") -> Iterable[Caveat]:
@@ -123,14 +126,9 @@ def _server(server: "ServerProfile") -> Iterable[Caveat]:
                      f"and NVLink count in its profile (docs/nccl.md)")
 
 
-def _nvlink_domain(server: "ServerProfile | None", analysis: "Analysis | None") -> Iterable[Caveat]:
-    """``multi-node-nvlink``: the server's NVLink domain (its profile's, else the analysed node's)
-    joins several servers, of which the all-reduce model prices one server's GPUs."""
-    if server is not None:
-        domain, per = server.nvlink.gpus, server.gpu_count
-    else:
-        node = (analysis.allreduce.details.get("node") if analysis is not None else None) or {}
-        domain, per = node.get("nvlink_domain") or 0, node.get("gpus") or 0
+def _nvlink_domain(domain: int, per: int) -> Iterable[Caveat]:
+    """``multi-node-nvlink``: the server's NVLink domain of ``domain`` GPUs joins several servers of
+    ``per``, of which the all-reduce model prices one server's GPUs."""
     if per and domain > per:
         yield Caveat("multi-node-nvlink",
                      f"the NVLink domain of {domain} GPUs spans {domain // per} servers (trays) of {per}; "
