@@ -38,6 +38,7 @@ def codes(spec: dict, analysis_options: AnalysisOptions | None = None, configs: 
     ({"gpus": 1024}, AnalysisOptions(sizes=(1 << 30,), fail=("cluster-leaf-su00-r0:40",)), "uneven-ecmp"),
     ({"gpus": 1024}, AnalysisOptions(sizes=(1 << 30,), hash_polarized=True), "hash-polarization"),
     ({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 200}, None, "assumed-node-model"),
+    ({"gpus": 288, "gpus_per_node": 4, "nics_per_node": 4, "server": "gb200-nvl72"}, None, "multi-node-nvlink"),
     ({"gpus": 512, "switch": "ndr-64x400", "oversubscription": "33:31"}, None, "cabling"),
     ({"gpus": 1024}, None, "no-switch-model"),
     ({"gpus": 1024}, None, "no-sonic-platform"),
@@ -218,3 +219,23 @@ def test_analyze_of_a_design_folder_has_the_warnings_its_summary_lists(tmp_path)
     result = _analyze(out, "-q", "--format", "json")
     assert json.loads(result.stdout)["warnings"] == listed
     assert _warning_lines(result.stderr) == [f"warning[{w['code']}]: {w['message']}" for w in listed]
+
+
+@pytest.mark.parametrize("server, shape", [
+    ("dgx-b200", {}), ("hgx-h200-8nic", {}), ("dgx-b300", {"nic_gbps": 800, "planes": 2, "switch": "eth-51t-128x400"}),
+    ("gb300-nvl72", {"gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 800, "switch": "eth-51t-64x800"}),
+])
+def test_a_shipped_blackwell_profile_is_no_assumed_node(server, shape):
+    found = codes({"gpus": 256, "server": server, **shape})
+    assert "assumed-node-model" not in found
+    assert ("multi-node-nvlink" in found) == server.endswith("nvl72")
+
+
+def test_the_nvlink_domain_warning_needs_no_analysis():
+    spec = {"gpus": 288, "gpus_per_node": 4, "nics_per_node": 4, "server": "gb200-nvl72"}
+    fabric = build_fabric(load_spec(spec))
+    found = caveats(fabric, None, None, resolve_server(fabric.spec))
+    assert [c.message for c in found if c.code == "multi-node-nvlink"] == [
+        "the NVLink domain of 72 GPUs spans 18 servers (trays) of 4; collectives are priced within each "
+        "server's 4 GPUs (multi-node NVLink is not modelled yet), so busbw across servers is underestimated"]
+    assert "multi-node-nvlink" in [c.code for c in caveats(fabric, analyze(fabric, AnalysisOptions(sizes=(1 << 30,))))]

@@ -627,7 +627,7 @@ def test_error_for_unknown_profile_names_a_close_match():
         resolve_server(load_spec({"gpus": 64, "server": "hgx-h100-nic8"}))
     (line,) = lines_of(info)
     assert line.startswith("server: unknown server profile 'hgx-h100-nic8' (did you mean 'hgx-h100-8nic'?)")
-    assert "known: hgx-h100-4nic, hgx-h100-8nic" in line
+    assert "known: dgx-b200, dgx-b300, gb200-nvl72, gb300-nvl72, hgx-h100-4nic, hgx-h100-8nic, hgx-h200-8nic" in line
 
 
 def test_error_for_malformed_or_missing_profile_file(tmp_path):
@@ -681,7 +681,8 @@ def test_profile_error_when_a_gpu_and_its_nic_are_on_different_switches(tmp_path
 
 def test_shipped_profiles_are_checked_and_summarised():
     profiles = server_profiles()
-    assert sorted(profiles) == ["hgx-h100-4nic", "hgx-h100-8nic"]
+    assert sorted(profiles) == ["dgx-b200", "dgx-b300", "gb200-nvl72", "gb300-nvl72", "hgx-h100-4nic", "hgx-h100-8nic",
+                               "hgx-h200-8nic"]
     summary = profiles["hgx-h100-4nic"].to_dict()
     assert (summary["gpus"], summary["nics"], summary["nic_gbps"]) == (8, 4, 400)
     assert summary["pairing"][3] == {"gpu": 3, "gpu_busid": "0000:4d:00.0", "nics": ["mlx5_1"]}
@@ -697,3 +698,22 @@ def test_files_are_deterministic():
     assert files_for() == first
     assert nic_guid("0000:18:00.0") == "0x2bde0d644047d15e"  # a pinned derivation
     assert 'guid="0x2bde0d644047d15e"' in xml_of(first)
+
+
+@pytest.mark.parametrize("server, shape", [
+    ("hgx-h200-8nic", {}),
+    ("dgx-b200", {}),
+    ("dgx-b300", {"nic_gbps": 800, "switch": "eth-51t-64x800"}),
+    ("dgx-b300", {"nic_gbps": 800, "planes": 2, "switch": "eth-51t-128x400"}),
+    ("gb200-nvl72", {"gpus_per_node": 4, "nics_per_node": 4}),
+    ("gb300-nvl72", {"gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 800, "switch": "eth-51t-64x800"}),
+])
+def test_a_profile_of_this_generation_writes_a_file_its_checker_accepts(server, shape):
+    spec = load_spec({"gpus": 1152 if server.endswith("nvl72") else 512, "server": server, **shape})
+    profile = resolve_server(spec)
+    files = nccl_files(build_fabric(spec))
+    xml = files[f"nccl/{server}-topo.xml"]
+    assert check_topology(xml) == []
+    assert xml.count("<gpu ") == profile.gpu_count and xml.count("<net ") == spec.nic_ports
+    env = files[f"nccl/{server}.env"]
+    assert "mlx5_0" in env

@@ -284,3 +284,18 @@ def test_generic_profile_xml_is_unchanged_by_node_model():
     profile.node_model()
     assert topology_xml(profile) == before
     assert all(g.nvlink_bw is None and g.nvswitch is None for g in profile.gpus)
+
+
+@pytest.mark.parametrize("name, sm, gen6", [("dgx-b200", 100, False), ("dgx-b300", 103, True),
+                                            ("gb200-nvl72", 100, False), ("gb300-nvl72", 103, True)])
+def test_a_blackwell_profile_gives_the_model_blackwell_limits(name, sm, gen6):
+    from topo.analysis.collective import nvlink_usable
+    m = server_profiles()[name].node_model()
+    assert (m.sm, m.nvlink_bw, m.nvswitch, m.nvls, m.assumed) == (sm, 900.0, 4, True, ())
+    assert m.gpu_pcie_GBps == (118.0 if gen6 else 63.015375) == m.nic_pcie_GBps
+    # NVLink 5 as NCCL counts it (40.1 of 50 GB/s a link): about twice the H100 node's
+    h100 = server_profiles()["hgx-h100-8nic"].node_model()
+    assert nvlink_usable(m) == pytest.approx(900 * 40.1 / 50) and nvlink_usable(m) > 1.9 * nvlink_usable(h100)
+    # a tray's NVLink domain is the rack's, named in the node's figures only when it spans servers
+    assert m.to_dict().get("nvlink_domain") == (72 if name.endswith("nvl72") else None)
+    assert "nvlink_domain" not in h100.to_dict()

@@ -318,7 +318,7 @@ def test_ordinary_error_lines_are_unchanged(tmp_path):
     result = CliRunner().invoke(main, ["build", "--gpus", "1024", "--server", "hgx-h100-8nc", "-o", str(tmp_path / "o")],
                                 prog_name="topo", catch_exceptions=False)
     assert result.stderr == ("Error: server: unknown server profile 'hgx-h100-8nc' (did you mean 'hgx-h100-8nic'?); "
-                             "known: hgx-h100-4nic, hgx-h100-8nic, or the path of a YAML profile (docs/nccl.md)\n")
+                             "known: dgx-b200, dgx-b300, gb200-nvl72, gb300-nvl72, hgx-h100-4nic, hgx-h100-8nic, hgx-h200-8nic, or the path of a YAML profile (docs/nccl.md)\n")
     lines = refused(*build(tmp_path, profile(**{"gpus: [0000:1b": "gpus: [0000:1B:00.0]"})))
     assert lines == [f"server profile 'site' ({tmp_path / 'site.yaml'}): cpus[0].switches[0].gpus[0]: '0000:1B:00.0' "
                      f"is not a bus id as NCCL compares them: dddd:bb:dd.f in lower-case hex, e.g. '0000:1b:00.0'; "

@@ -33,6 +33,7 @@ CODES: dict[str, str] = {
     "dual-tor-queue-pairs": "a dual-ToR connection's one queue pair takes one link of its NIC's bond",
     "placeholder-server-profile": "the NCCL topology files describe a generic server",
     "assumed-node-model": "the all-reduce model assumes parts of the server",
+    "multi-node-nvlink": "the NVLink domain spans servers, the model prices one server's GPUs of it",
     "nccl-xml-elements": "the NCCL topology file is near NCCL's element limit",
     "infiniband-no-configs": "an InfiniBand switch model gets no switch configs",
     "no-switch-model": "no switch model: power and buffers are not a real switch's",
@@ -50,7 +51,7 @@ CODES: dict[str, str] = {
 ANALYSIS_CODES: frozenset[str] = frozenset({
     "fabric-cut", "allreduce-unroutable", "job-stops", "bisection-differs", "nvlink-only",
     "partial-scalable-unit", "oversubscription", "uneven-ecmp", "hash-polarization", "rings-cross-spine",
-    "dual-tor-queue-pairs", "assumed-node-model",
+    "dual-tor-queue-pairs", "assumed-node-model", "multi-node-nvlink",
 })
 
 #: Share of the all-reduce's connections leaving their leaf above which ``rings-cross-spine`` is raised.

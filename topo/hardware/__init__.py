@@ -11,9 +11,11 @@ One class per concept, in the order they build on each other:
     :class:`~.gpus.Gpu`, a GPU model of the catalogue (an H100, a GB200) with its datasheet figures
     and its NVLink domain; ``topo train --gpu NAME`` takes one.
 ``servers``
-    :class:`~.servers.ServerProfile`, one server type as NCCL sees it: its CPUs, PCIe switches, GPU
-    slots (:class:`~.servers.GpuSlot`) and fabric NICs (:class:`~.servers.Nic`), the model of its
-    GPUs; and :class:`~.servers.NodeModel`, the facts of it the all-reduce model reads.
+    :class:`~.servers.ServerProfile`, one server type (or compute tray) as NCCL sees it: its CPUs,
+    PCIe switches, GPU slots (:class:`~.servers.GpuSlot`) and fabric NICs (:class:`~.servers.Nic`),
+    the model of its GPUs (``gpu_model``) and its NVLink domain (``nvlink_domain``: 8 on an HGX
+    board, 72 for a tray of an NVL72 rack); and :class:`~.servers.NodeModel`, the facts of it the
+    all-reduce model reads.
 ``profiles``
     the reader of a profile's YAML (a user's ``--server FILE``, and the shipped ones), which checks
     and bounds every value, and :func:`~.profiles.generic_profile` (a profile from counts alone).

@@ -6,8 +6,8 @@ The catalogue is one family of data files under ``topo/data/hardware/``, read by
     the GPU models (:class:`~topo.hardware.gpus.Gpu`), by name: :func:`gpu_catalog`.
 ``servers.yaml``
     the server profiles (:class:`~topo.hardware.servers.ServerProfile`), by name, each in the
-    schema of a user's profile file, and the GPU model of each (a name of ``gpus.yaml``):
-    :func:`server_profiles`.
+    schema of a user's profile file and naming its GPU model (``gpu_model``, a name of
+    ``gpus.yaml``) and its NVLink domain (``nvlink_domain``): :func:`server_profiles`.
 
 A new GPU generation is a row of ``gpus.yaml`` (and the NVLink tables of
 :mod:`topo.hardware.nvlink` when its NVLink is new); a new server type is a profile of
@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 
 #: Folder of the hardware data files, in the package ``topo.data``.
 DATA_FOLDER = "hardware"
-#: Key of ``servers.yaml`` that maps each profile to its GPU model; it is no profile name (those
-#: start with a letter or digit), so that every other entry is a profile exactly as a file holds one.
-GPU_MODELS = "_gpu_models"
+#: The GPU model of the shipped profiles a spec without ``server`` may be given by its node shape
+#: (the GPU ``topo train`` takes by default): the other shipped profiles are taken by name only, so
+#: that a design that names no server is analysed as it always was.
+SHAPE_GPU_MODEL = "h100"
 
 
 def data_text(name: str) -> str:
@@ -64,13 +65,12 @@ def gpu_catalog() -> dict[str, Gpu]:
 def server_profiles() -> dict[str, ServerProfile]:
     """The server profiles shipped with topo, by name (read and checked once), each with its GPU model.
 
-    >>> server_profiles()["hgx-h100-4nic"].gpu_model
-    'h100'
+    >>> server_profiles()["hgx-h100-4nic"].gpu_model, server_profiles()["gb300-nvl72"].nvlink.gpus
+    ('h100', 72)
     """
-    raw = dict(read_data("servers.yaml", "shipped server profiles"))
-    models = raw.pop(GPU_MODELS, None) or {}
-    return {name: profile_from_dict(name, body, "shipped", gpu_model=models.get(name))
-            for name, body in raw.items()}
+    raw = read_data("servers.yaml", "shipped server profiles")
+    models = gpu_catalog()
+    return {name: profile_from_dict(name, body, "shipped", models) for name, body in raw.items()}
 
 
 def _is_file(path: Path) -> bool:
@@ -89,8 +89,11 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
     """The server profile of a spec: its ``server`` field, or one chosen from the node shape.
 
     ``server`` is a shipped profile's name or the path of a YAML profile (relative to ``base_dir``,
-    the spec file's folder, when given). Without it, the shipped profile with the spec's GPUs, NICs
-    and NIC speed per node is taken, else a :func:`generic_profile` for those counts.
+    the spec file's folder, when given). Without it, the shipped profile of SHAPE_GPU_MODEL GPUs
+    with the spec's GPUs, NICs and NIC speed per node is taken, else a :func:`generic_profile` for
+    those counts. In a fabric of planes, a profile whose NICs are each as fast as the planes' ports
+    together (a DGX B300's 800G ConnectX-8 in 2 planes of 400G) is taken with each NIC split into
+    its ports (:meth:`~topo.hardware.servers.ServerProfile.split_ports`).
 
     Raises
     ------
@@ -106,7 +109,7 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
     >>> resolve_server(load_spec({"gpus": 64, "server": "hgx-h100-8nik"}))
     Traceback (most recent call last):
     ...
-    topo.errors.SpecError: server: unknown server profile 'hgx-h100-8nik' (did you mean 'hgx-h100-8nic'?); known: hgx-h100-4nic, hgx-h100-8nic, or the path of a YAML profile (docs/nccl.md)
+    topo.errors.SpecError: server: unknown server profile 'hgx-h100-8nik' (did you mean 'hgx-h100-8nic'?); known: dgx-b200, dgx-b300, gb200-nvl72, gb300-nvl72, hgx-h100-4nic, hgx-h100-8nic, hgx-h200-8nic, or the path of a YAML profile (docs/nccl.md)
     """
     gpn, npn, gbps = spec.gpus_per_node, spec.nic_ports, spec.nic_port_gbps  # a NIC port is a device
     shipped = server_profiles()
@@ -114,7 +117,7 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
     if value is None:
         for name in sorted(shipped):
             p = shipped[name]
-            if (p.gpu_count, p.nic_count, p.nic_gbps) == (gpn, npn, gbps):
+            if p.gpu_model == SHAPE_GPU_MODEL and (p.gpu_count, p.nic_count, p.nic_gbps) == (gpn, npn, gbps):
                 return p
         return generic_profile(gpn, npn, gbps)
     if value in shipped:
@@ -123,11 +126,13 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
         path = Path(value)
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
-        profile = load_server_profile(path)
+        profile = load_server_profile(path, gpu_catalog())
     else:
         known = ", ".join(sorted(shipped))
         raise SpecError([f"server: unknown server profile {quote(value)}{did_you_mean(value, shipped)}; "
                          f"known: {known}, or the path of a YAML profile (docs/nccl.md)"])
+    if spec.planes > 1 and (profile.nic_count * spec.planes, profile.nic_gbps) == (npn, gbps * spec.planes):
+        profile = profile.split_ports(spec.planes) or profile
     check_server(profile, spec)
     return profile
 

@@ -4,7 +4,8 @@ The tables here are the one place an NVLink or NVSwitch generation is described:
 profile's GPUs (:mod:`topo.hardware.servers`) take their NVLink bandwidth and NVSwitch generation
 from them when the profile does not say, and a GPU of the catalogue (:mod:`topo.hardware.gpus`)
 states its own. :class:`NvlinkDomain` is the set of GPUs one NVLink fabric joins, as both see it:
-8 GPUs of an HGX board today, a rack of 18 compute trays of 4 in a GB200 or GB300 NVL72.
+8 GPUs of an HGX board, a rack of 18 compute trays of 4 in a GB200 or GB300 NVL72 (a profile's
+``nvlink_domain``, :attr:`topo.hardware.servers.ServerProfile.nvlink`).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from typing import Any, Mapping
 from ..errors import SpecError, did_you_mean, key_name, quote
 from ..inputs import InputFileError, read_text, shown_path
 from ..spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
+from .gpus import Gpu
 from .nvlink import MAX_NVLINK_BW, MAX_NVSWITCH_GENERATION
 from .pcie import GENERIC_PCIE_WIDTHS, LINK_SPEEDS, PCIE_GENERATIONS, pcie_link_for, pcie_mbps
 from .servers import Cpu, GpuSlot, Nic, PciSwitch, ServerProfile, nic_guid, rails_of_gpu
@@ -255,16 +256,25 @@ def _normal_busid(text: str) -> str | None:
     return fixed if BUSID_RE.fullmatch(fixed) else None
 
 
-_PROFILE_KEYS = ("name", "description", "gpu", "nic", "switch", "cpus", "socket_ifname")
+_PROFILE_KEYS = ("name", "description", "gpu_model", "nvlink_domain", "gpu", "nic", "switch", "cpus",
+                 "socket_ifname")
+#: Most GPUs one NVLink domain of a profile may join (``nvlink_domain``): far above NVIDIA's largest
+#: announced NVLink domain (576 GPUs), low enough that a domain is never a typo of a GPU count.
+MAX_NVLINK_DOMAIN = 4096
 _GPU_KEYS = ("busid", "dev", "sm", "gdr", "nvlink", "link_speed", "link_width", "nvlink_bw", "nvswitch")
 _NIC_KEYS = ("busid", "name", "port", "speed_mbps", "guid", "gdr", "link_speed", "link_width", "class")
 _SWITCH_KEYS = ("busid", "link_speed", "link_width", *SWITCH_IDS, "gpus", "nics")
 _CPU_KEYS = ("numaid", "cpulist", "affinity", "arch", "vendor", "familyid", "modelid", "switches")
 
 
-def profile_from_dict(name: str, data: Any, source: str, gpu_model: str | None = None) -> ServerProfile:
-    """Check one profile mapping (the schema of docs/nccl.md) and build the profile; ``gpu_model``
-    is the catalogue name of its GPUs' model, where that is known (a shipped profile).
+def profile_from_dict(name: str, data: Any, source: str, gpu_models: Mapping[str, Gpu] | None = None) -> ServerProfile:
+    """Check one profile mapping (the schema of docs/nccl.md) and build the profile.
+
+    ``gpu_models`` is the GPU catalogue (:func:`topo.hardware.catalog.gpu_catalog`) a
+    ``gpu_model`` key must name a GPU of; the named model's ``sm``, NVLink bandwidth and NVSwitch
+    generation stand in for those the GPU entries leave out (:meth:`ServerProfile.node_model`).
+    None: the name is not checked (the catalogue's own loader, :mod:`topo.hardware.catalog`,
+    always gives it).
 
     Raises
     ------
@@ -283,10 +293,42 @@ def profile_from_dict(name: str, data: Any, source: str, gpu_model: str | None =
     nics = _build_nics(r, rows.nics, rails)
     switches = _build_switches(r, rows.switches, gpus, nics)
     cpus = _read_cpus(r, rows.cpus, switches)
+    gpu_model = _read_gpu_model(r, top.get("gpu_model"), gpu_models)
+    nvlink_domain = _read_nvlink_domain(r, top.get("nvlink_domain"), len(rows.gpus))
     if r.problems:
         raise SpecError(r.reported())
+    model = gpu_models.get(gpu_model) if gpu_models is not None and gpu_model is not None else None
     return ServerProfile(name=name, description=description, cpus=tuple(cpus),
-                         socket_ifname=socket_ifname, source=source, gpu_model=gpu_model)
+                         socket_ifname=socket_ifname, source=source, gpu_model=gpu_model,
+                         nvlink_domain=nvlink_domain,
+                         gpu_figures=None if model is None else (model.sm, float(model.nvlink_GBps), model.nvswitch))
+
+
+def _read_gpu_model(r: _Reader, value: Any, known: Mapping[str, Gpu] | None) -> str | None:
+    """The profile's ``gpu_model``: a GPU of the catalogue (``topo train --list``), when given."""
+    if value is None:
+        return None
+    names = sorted(known) if known is not None else None
+    if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or (names is not None and value not in names):
+        hint = did_you_mean(value, names) if isinstance(value, str) and names else ""
+        listed = f"; known: {', '.join(names)}" if names else ""
+        r.bad("gpu_model", f"unknown GPU model {quote(value)}{hint}{listed} (the GPU catalogue, topo train --list)")
+        return None
+    return value
+
+
+def _read_nvlink_domain(r: _Reader, value: Any, gpus: int) -> int | None:
+    """The profile's ``nvlink_domain``: GPUs one NVLink fabric joins, when given. It holds whole
+    servers (a multiple of the server's GPUs: 72 for an NVL72 rack of 4-GPU trays) or divides the
+    server (8 on an HGX board; 2 for GPUs paired by NVLink bridges)."""
+    if value is None:
+        return None
+    domain = r.integer(value, "nvlink_domain", 1, MAX_NVLINK_DOMAIN)
+    if gpus and 1 <= domain <= MAX_NVLINK_DOMAIN and domain % gpus and gpus % domain:
+        r.bad("nvlink_domain", f"{domain} GPUs is neither a whole number of servers of {gpus} GPUs nor a "
+                               f"divisor of {gpus}: an NVLink domain joins whole servers (72 for an NVL72 "
+                               f"rack of 4-GPU trays) or part of one")
+    return domain
 
 
 @dataclass
@@ -656,7 +698,8 @@ def _read_cpu_bits(r: _Reader, cf: str, c: dict, masks: dict[int, str], i: int,
     return parsed["affinity", mask]
 
 
-def read_profile_text(text: str, source: str, default_name: str) -> ServerProfile:
+def read_profile_text(text: str, source: str, default_name: str,
+                      gpu_models: Mapping[str, Gpu] | None = None) -> ServerProfile:
     """A profile from YAML text: one profile (``name:`` optional) or a one-entry ``name: profile`` map."""
     shown = _shown_path(source)
     data = parse_yaml(text, f"server: profile file {shown}")
@@ -666,7 +709,7 @@ def read_profile_text(text: str, source: str, default_name: str) -> ServerProfil
     if "cpus" in data:
         name = data.get("name", default_name)
         body = {k: v for k, v in data.items() if k != "name"}
-        return profile_from_dict(_name_text(name), body, source)
+        return profile_from_dict(_name_text(name), body, source, gpu_models)
     if len(data) != 1:  # its keys are named only when they are profile names, never a line of text
         keys = list(islice(data, 9))
         named = all(isinstance(k, str) and _NAME_RE.fullmatch(k) for k in keys)
@@ -677,7 +720,7 @@ def read_profile_text(text: str, source: str, default_name: str) -> ServerProfil
             and _NAME_RE.fullmatch(_name_text(name))):
         raise SpecError([f"server: profile file {shown}: not a server profile (no cpus: at the top level, and "
                          f"its one entry is not a profile name with cpus: under it)"])
-    return profile_from_dict(_name_text(name), body, source)
+    return profile_from_dict(_name_text(name), body, source, gpu_models)
 
 
 def _name_text(name: Any) -> Any:
@@ -685,8 +728,9 @@ def _name_text(name: Any) -> Any:
     return str(name) if isinstance(name, (int, float)) else name
 
 
-def load_server_profile(path: str | Path) -> ServerProfile:
-    """Read a user's profile file (same schema as ``topo/data/hardware/servers.yaml``, see docs/nccl.md)."""
+def load_server_profile(path: str | Path, gpu_models: Mapping[str, Gpu] | None = None) -> ServerProfile:
+    """Read a user's profile file (same schema as ``topo/data/hardware/servers.yaml``, see docs/nccl.md);
+    ``gpu_models`` as :func:`profile_from_dict` takes them."""
     path = Path(path)
     try:  # a regular file of at most MAX_SPEC_BYTES: never a FIFO that blocks or a /dev/zero
         text = read_text(path)
@@ -698,7 +742,7 @@ def load_server_profile(path: str | Path) -> ServerProfile:
     except ValueError as exc:  # a path with a NUL byte
         raise SpecError([f"server: profile file {_shown_path(path)}: cannot read it ({exc})"]) from None
     stem = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-._") or "server"
-    return read_profile_text(text, str(path), stem)
+    return read_profile_text(text, str(path), stem, gpu_models)
 
 
 def generic_profile(gpus: int, nics: int, nic_gbps: int) -> ServerProfile:

@@ -18,7 +18,7 @@ NodeModel give the server's NVLink domain as a :class:`~topo.hardware.nvlink.Nvl
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .nvlink import (
@@ -126,6 +126,12 @@ class NodeModel:
     assumed : tuple of str
         The fields among ``sm``, ``nvlink_bw`` and ``nvswitch`` some GPU's profile entry does not
         give, so that a table or an assumption filled them in, sorted.
+    nvlink_domain : int
+        GPUs of the profile's NVLink domain (its ``nvlink_domain``) when it spans several servers
+        (:attr:`multi_node_nvlink`: 72 for an NVL72 tray), else 0 (the domain is the server's or
+        part of it; 0 keeps the model of such a server as it was, a sweep's cache key included).
+        The model prices collectives within one server's GPUs all the same: a domain of several
+        servers is named in :meth:`to_dict` and warned about.
 
     Examples
     --------
@@ -153,6 +159,13 @@ class NodeModel:
     nic_pcie_GBps: float
     cpu_vendor: str
     assumed: tuple[str, ...]
+    nvlink_domain: int = 0
+
+    @property
+    def multi_node_nvlink(self) -> bool:
+        """The profile's NVLink domain joins several servers (an NVL72 rack's trays): the all-reduce
+        model prices only one server's GPUs of it (multi-node NVLink is not modelled yet)."""
+        return self.nvlink_domain > self.gpus
 
     @property
     def nvls(self) -> bool:
@@ -178,11 +191,18 @@ class NodeModel:
             "nvlink_bw": round(self.nvlink_bw, 3), "nvswitch": self.nvswitch, "nvls": self.nvls,
             "gpu_pcie_GBps": round(self.gpu_pcie_GBps, 3), "nic_pcie_GBps": round(self.nic_pcie_GBps, 3),
             "cpu_vendor": self.cpu_vendor, "assumed": list(self.assumed),
+            **({"nvlink_domain": self.nvlink_domain} if self.multi_node_nvlink else {}),
         }
 
 
-def _slot_nvlink(gpu: GpuSlot, assumed: set[str]) -> tuple[int, float, int]:
-    """One GPU's (sm, nvlink_bw, nvswitch) for :class:`NodeModel`, adding what was not given to ``assumed``."""
+def _slot_nvlink(gpu: GpuSlot, assumed: set[str], figures: tuple[int, float, int] | None = None
+                 ) -> tuple[int, float, int]:
+    """One GPU's (sm, nvlink_bw, nvswitch) for :class:`NodeModel`, adding what was not given to
+    ``assumed``; ``figures``, the (sm, nvlink_bw, nvswitch) of the profile's GPU model, stand in
+    for what the GPU leaves out, and are no assumption."""
+    if figures is not None:
+        gpu = replace(gpu, **{key: value for key, value in zip(("sm", "nvlink_bw", "nvswitch"), figures)
+                              if getattr(gpu, key) is None})
     sm = ASSUMED_SM if gpu.sm is None else gpu.sm
     links = gpu.nvlink or (ASSUMED_NVLINKS if gpu.sm is None else 0)
     generation = nvlink_generation(sm)
@@ -222,8 +242,14 @@ class ServerProfile:
     source : str
         ``"shipped"``, ``"generic"`` or the path of the YAML file it came from.
     gpu_model : str or None
-        The catalogue name of its GPUs' model (a :class:`~topo.hardware.gpus.Gpu`) where that is
-        known: a shipped profile names it; a user's file and a generic profile do not.
+        The catalogue name of its GPUs' model (a :class:`~topo.hardware.gpus.Gpu`), the profile's
+        ``gpu_model``: every shipped profile names it, a user's file may, a generic profile does not.
+    nvlink_domain : int or None
+        GPUs one NVLink fabric joins, the profile's ``nvlink_domain``: 8 on an HGX board, 72 for a
+        tray of an NVL72 rack; None when the profile does not say (the server's GPUs).
+    gpu_figures : (int, float, int) or None
+        The (sm, NVLink GB/s each way, NVSwitch generation) of the GPU model, when the profile names
+        one of the catalogue: what :meth:`node_model` takes for a value the GPU entries leave out.
 
     Examples
     --------
@@ -245,6 +271,8 @@ class ServerProfile:
     socket_ifname: str | None
     source: str
     gpu_model: str | None = None
+    nvlink_domain: int | None = None
+    gpu_figures: tuple[int, float, int] | None = None
 
     @property
     def switches(self) -> tuple[PciSwitch, ...]:
@@ -292,7 +320,7 @@ class ServerProfile:
         (4, True)
         """
         assumed: set[str] = set()
-        per_gpu = [_slot_nvlink(g, assumed) for g in self.gpus]
+        per_gpu = [_slot_nvlink(g, assumed, self.gpu_figures) for g in self.gpus]
         vendors = {_cpu_vendor(c) for c in self.cpus}
         return NodeModel(
             gpus=self.gpu_count, nics=self.nic_count,
@@ -304,12 +332,57 @@ class ServerProfile:
             nic_pcie_GBps=min(pcie_mbps(n.link_speed, n.link_width) for n in self.nics) / 8000,
             cpu_vendor=vendors.pop() if len(vendors) == 1 else "mixed",
             assumed=tuple(sorted(assumed)),
+            nvlink_domain=self.nvlink_domain if (self.nvlink_domain or 0) > self.gpu_count else 0,
         )
 
     @property
     def nvlink(self) -> NvlinkDomain:
-        """The NVLink domain of the server's GPUs (:attr:`NodeModel.nvlink`)."""
-        return self.node_model().nvlink
+        """The NVLink domain of the server's GPUs: the profile's ``nvlink_domain`` (an NVL72 tray's is
+        the rack's 72 GPUs), else the server's as :attr:`NodeModel.nvlink` sees it; the slowest GPU's
+        NVLink bandwidth and NVSwitch generation.
+
+        >>> from topo.hardware.catalog import server_profiles
+        >>> server_profiles()["gb200-nvl72"].nvlink
+        NvlinkDomain(gpus=72, GBps=900.0, nvswitch=4, multi_node=True)
+        """
+        own = self.node_model().nvlink
+        if self.nvlink_domain is None or own.GBps <= 0:
+            return own
+        return NvlinkDomain(gpus=self.nvlink_domain, GBps=own.GBps, nvswitch=own.nvswitch,
+                            multi_node=self.nvlink_domain > self.gpu_count)
+
+    def split_ports(self, planes: int) -> "ServerProfile | None":
+        """The profile with each NIC as ``planes`` ports of 1/``planes`` its speed, each an RDMA device
+        of its own (PCI functions 0 to ``planes`` - 1 of the NIC, named ``mlx5_<i>`` in bus-id order):
+        a ConnectX-8 800G as 2 x 400G ports, one in each plane of a fabric with planes. Port ``k`` of
+        the NIC of rail ``r`` is rail ``r * planes + k``, so in plane ``k``. None when a NIC is not
+        function 0, its speed does not divide, or a new bus id is taken.
+
+        >>> from topo.hardware.catalog import server_profiles
+        >>> p = server_profiles()["dgx-b300"].split_ports(2)
+        >>> p.nic_count, p.nic_gbps, [(n.busid, n.name, n.rail) for n in p.nics_of_gpu(0)]
+        (16, 400, [('0000:17:00.0', 'mlx5_0', 0), ('0000:17:00.1', 'mlx5_1', 1)])
+        """
+        nics = self.nics
+        if planes < 2 or planes > 8 or any(n.busid[-1] != "0" or n.speed_mbps % planes for n in nics):
+            return None
+        taken = {sw.busid for sw in self.switches} | {g.busid for g in self.gpus}
+        ports = {n.busid: [n.busid[:-1] + str(k) for k in range(planes)] for n in nics}
+        busids = sorted(b for names in ports.values() for b in names)
+        if taken & set(busids) or len(set(busids)) != len(busids):
+            return None
+        order = {b: i for i, b in enumerate(busids)}
+
+        def split(nic: Nic) -> tuple[Nic, ...]:
+            return tuple(replace(nic, busid=b, name=f"mlx5_{order[b]}", rail=nic.rail * planes + k,
+                                 speed_mbps=nic.speed_mbps // planes, guid=nic_guid(b))
+                         for k, b in enumerate(ports[nic.busid]))
+
+        cpus = tuple(replace(c, switches=tuple(replace(sw, nics=tuple(p for n in sw.nics for p in split(n)))
+                                               for sw in c.switches)) for c in self.cpus)
+        speed = nics[0].speed_mbps // planes // 1000
+        return replace(self, cpus=cpus, description=f"{self.description}; each NIC as {planes} x {speed}G ports "
+                                                    f"(planes)")
 
     def to_dict(self) -> dict[str, Any]:
         """A summary for people and for ``--format json``: counts, CPUs, and the GPU-NIC pairing."""
@@ -320,6 +393,8 @@ class ServerProfile:
             "gpus": self.gpu_count,
             "nics": self.nic_count,
             "nic_gbps": self.nic_gbps,
+            "gpu_model": self.gpu_model,
+            "nvlink_domain": self.nvlink.gpus,
             "cpus": [{"numaid": c.numaid, "arch": c.arch, "vendor": c.vendor, "familyid": c.familyid,
                       "modelid": c.modelid, "switches": len(c.switches)} for c in self.cpus],
             "pairing": [{"gpu": g.dev, "gpu_busid": g.busid,

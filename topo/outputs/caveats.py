@@ -31,6 +31,8 @@ def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cablin
     found = analysis_caveats(fabric, analysis)
     if server is not None:
         found += _server(server)
+        if analysis is None:  # with an analysis, its node says it (_traffic)
+            found += _nvlink_domain(server.nvlink.gpus, server.gpu_count)
     found += _outputs(fabric, configs)
     if cabling is not None:  # its "switch power unknown" is no-switch-model's
         found += [Caveat("cabling", w) for w in cabling.warnings if not w.startswith("switch power unknown")]
@@ -121,6 +123,8 @@ def _traffic(analysis: "Analysis") -> Iterable[Caveat]:
                      f"the server profile does not give {', '.join(assumed)}: the all-reduce model takes "
                      f"its GPU generation's defaults (an H100 HGX's for a generic profile); describe the "
                      f"server with --server FILE")
+    if isinstance(node, dict):
+        yield from _nvlink_domain(node.get("nvlink_domain") or 0, node.get("gpus") or 0)
 
 
 def _server(server: "ServerProfile") -> Iterable[Caveat]:
@@ -135,6 +139,16 @@ def _server(server: "ServerProfile") -> Iterable[Caveat]:
                      f"NCCL may hold {elements} elements for the server's topology file, of the "
                      f"{TOPO_XML_MAX_NODES - 1} its parser takes: a larger server needs each GPU's sm "
                      f"and NVLink count in its profile (docs/nccl.md)")
+
+
+def _nvlink_domain(domain: int, per: int) -> Iterable[Caveat]:
+    """``multi-node-nvlink``: the server's NVLink domain of ``domain`` GPUs joins several servers of
+    ``per``, of which the all-reduce model prices one server's GPUs."""
+    if per and domain > per:
+        yield Caveat("multi-node-nvlink",
+                     f"the NVLink domain of {domain} GPUs spans {domain // per} servers (trays) of {per}; "
+                     f"collectives are priced within each server's {per} GPUs (multi-node NVLink is not "
+                     f"modelled yet), so busbw across servers is underestimated")
 
 
 def _outputs(fabric: Fabric, configs: bool) -> Iterable[Caveat]:

@@ -358,8 +358,9 @@ def templates_table(rows: list[dict[str, Any]]) -> str:
 
 def servers_table(profiles: dict[str, Any]) -> str:
     """``topo servers``: the server profiles."""
-    rows = [[p.name, p.gpu_count, p.nic_count, p.nic_gbps, p.description] for p in profiles.values()]
-    return format_table(["profile", "GPUs", "NICs", "NIC Gb/s", "description"], rows)
+    rows = [[p.name, p.gpu_count, p.gpu_model or "-", p.nvlink.gpus, p.nic_count, p.nic_gbps, p.description]
+            for p in profiles.values()]
+    return format_table(["profile", "GPUs", "GPU", "NVLink domain", "NICs", "NIC Gb/s", "description"], rows)
 
 
 def switches_table(models: dict[str, Any], platforms: dict[str, Any]) -> str:

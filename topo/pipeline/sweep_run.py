@@ -30,7 +30,7 @@ import stat
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, replace
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -97,6 +97,18 @@ def _canonical(value: Any) -> Any:
     return str(value)
 
 
+def _node_payload(node: Any) -> Any:
+    """The node model as a cache key holds it: its fields, less those at their default (a field the
+    node model gained later with a default, such as ``nvlink_domain``, keeps the keys of the
+    designs it does not change)."""
+    if node is None:
+        return None
+    if hasattr(node, "__dataclass_fields__"):
+        return _canonical({f.name: getattr(node, f.name) for f in fields(node)
+                           if f.default is MISSING or getattr(node, f.name) != f.default})
+    return _canonical(node)
+
+
 def task_key(spec: Any, options: Any, sizes: Sequence[int], fail_random: float, trials: int,
              node: Any = None, extra: Any = None) -> str:
     """The cache key of a design: a digest of everything its row depends on (the node model of its
@@ -104,7 +116,7 @@ def task_key(spec: Any, options: Any, sizes: Sequence[int], fail_random: float, 
     included (a new release recomputes)."""
     prices = spec.price_table
     payload = {
-        "node": _canonical(node) if node is not None else None,
+        "node": _node_payload(node),
         "extra": _canonical(extra),
         "format": CACHE_FORMAT,
         "topo": __version__,

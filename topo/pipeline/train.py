@@ -256,7 +256,10 @@ def train(design: Path | None = None, spec_file: Path | None = None, fields: dic
     inputs = _inputs(spec, spec_file, design, workload_file, options, fields)
     if output is not None:  # before any work: never one of the files this reads
         check_output_file(output, force, inputs)
-    server = resolve_server(spec, server_base(spec_file, fields)).node_model()
+    profile = resolve_server(spec, server_base(spec_file, fields))
+    if spec.server is not None and profile.gpu_model is not None:  # the named server's GPUs
+        job = workload_of(workload_file, dict(workload or {}), server=(profile.name, profile.gpu_model))
+    server = profile.node_model()
     _check_work(spec, options, server, 1 + (len(counts) if counts else 0) + (4 if what_if else 0))
     with progress.stage(f"building {spec.gpus:,} GPUs"):
         fabric = build_fabric(spec)
@@ -325,9 +328,13 @@ def _priced(spec: FabricSpec, fabric: Fabric, workload: Workload, options: Analy
     return result(fabric, step, points, variants, weak=weak)
 
 
-def workload_of(path: Path | None, values: dict[str, Any]) -> Workload:
+def workload_of(path: Path | None, values: dict[str, Any], server: tuple[str, str] | None = None) -> Workload:
     """The workload of the YAML file ``path`` (None: none) with ``values`` (the flags; None for a
-    field not given) over it; every mistake as one line naming the file or flag."""
+    field not given) over it; every mistake as one line naming the file or flag.
+
+    ``server`` is the (name, GPU model) of the server profile the spec names, when it names one:
+    its GPU is the workload's when neither the flags nor the file give one (before a catalogue
+    model's recipe's), and a GPU given that is another model is refused, naming both."""
     from ..inputs import InputFileError, read_text, shown_path
     from ..spec import parse_yaml
     from ..workload import WORKLOAD_KEYS, workload_from
@@ -353,6 +360,13 @@ def workload_of(path: Path | None, values: dict[str, Any]) -> Workload:
         if value is not None:
             fields[key] = value
             origin.pop(key, None)
+    if server is not None:
+        name, model = server
+        given = fields.setdefault("gpu", model)
+        if isinstance(given, str) and given != model:
+            raise AnalysisError([f"{origin.get('gpu', '--')}gpu {quote(given)}: the server profile {name} holds "
+                                 f"{model} GPUs; leave out --gpu to take them, or name a server of {given} GPUs "
+                                 f"(topo servers)"])
     return workload_from(fields, origin)
 
 
