@@ -603,3 +603,13 @@ def test_a_curve_adjusts_or_refuses_the_recipe_per_point():
     first, second = json.loads(out)["scaling"]
     assert first["error"].startswith("deepseek-v3's recipe (tp 1, pp 16, ep 64, global batch 15,360) does not fit "
                                      "512 GPUs: ep 64:") and "error" not in second
+
+
+def test_a_recipe_whose_groups_split_unevenly_is_refused_naming_it():
+    code, _, err = train("--gpus", "96", "--model", "gpt3-175b", "-q")
+    assert code == 1 and "data-parallel groups of 3 ranks split unevenly over servers of 8 GPUs" in err
+    refused_by_recipe(err, "gpt3-175b", {"--gpus", "--model"})
+    assert "topo: gpt3-175b's recipe:" not in err  # nothing said of adjustments when the workload is refused
+    code, _, err = train("--gpus", "40", "--model", "llama3-8b", "--pp", "4", "--cp", "1", "--global-batch", "40",
+                         "-q")
+    assert code == 1 and err.startswith("Error: data-parallel groups of 10 ranks split unevenly")

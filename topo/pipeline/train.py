@@ -49,7 +49,21 @@ def run(spec: FabricSpec, workload: Workload, options: AnalysisOptions, server: 
     """The step of ``workload`` on the fabric of ``spec`` (built unless given); with failures,
     never shorter than with ``baseline``'s failures only (:func:`topo.analysis.training.train_step`)."""
     fabric = fabric or build_fabric(spec)
-    return train_step(fabric, workload, options, server, baseline)
+    try:
+        return train_step(fabric, workload, options, server, baseline)
+    except AnalysisError as exc:
+        raise AnalysisError([_uneven(workload, spec.gpus, line) for line in exc.lines]) from None
+
+
+def _uneven(w: Workload, gpus: int, line: str) -> str:
+    """An error's line, and a layout that splits groups unevenly over servers named with the model's
+    recipe when its parallelism is the recipe's (:meth:`topo.workload.Workload.refusal`)."""
+    if " split unevenly over " not in line:
+        return line
+    keys = tuple(k for k in ("tp", "cp", "pp", "ep") if getattr(w, k) > 1)
+    for k in keys:
+        line = line.replace(f"(--{k})", f"({w.named(k)})")
+    return w.refusal(gpus, keys, line)
 
 
 def curve(spec: FabricSpec, workload: Workload, options: AnalysisOptions, counts: Sequence[int],
@@ -321,10 +335,10 @@ def _priced(spec: FabricSpec, fabric: Fabric, workload: Workload, options: Analy
     and what-ifs asked for, as :func:`result` gives them."""
     asked = workload  # the curve adjusts the recipe at each of its counts
     workload, adjusted = fit_recipe(workload, spec.gpus, spec.gpus_per_node)
-    for change in adjusted:
-        progress.say(change["note"])
     with progress.stage(f"pricing a step of {workload.model.name}"):
         step = run(spec, workload, options, server, fabric)
+    for change in adjusted:  # said once the adjusted workload runs (a refusal says it all)
+        progress.say(change["note"])
     if not step.memory["fits"]:  # a warning, shown with -q too
         m = step.memory
         progress.warn(f"topo: warning: {m['total_GB']:,.1f} GB per GPU does not fit the {workload.gpu.name}'s "
