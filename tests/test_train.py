@@ -576,6 +576,9 @@ def test_the_recipe_fits_more_interleaving_where_the_layers_allow():
     code, out, err = train("--gpus", "64", "--model", "llama3-70b", "--pp", "1", "--format", "json", "-q")
     assert code == 0, err
     assert [(a["field"], a["used"]) for a in json.loads(out)["adjusted"]] == [("vpp", 1)]
+    # more stages than layers: no vpp fits, and the typed --pp is what fails
+    code, _, err = train("--gpus", "800", "--model", "gpt3-175b", "--pp", "200", "-q")
+    assert code == 1 and err.strip() == "Error: --pp 200 x vpp 1 = 200 chunks: more than the model's 96 layers"
 
 
 def test_the_default_batch_of_a_custom_model_is_adjusted_too():

@@ -504,8 +504,9 @@ def _shown(value: Any) -> str:
 def fit_recipe(w: Workload, gpus: int, gpus_per_node: int) -> tuple[Workload, list[dict[str, Any]]]:
     """The workload with the values the user did not give adjusted where they do not fit ``gpus``
     GPUs and practice has a rule (docs/train.md, "When a recipe does not fit"), and the adjustments:
-    ``{"field", "recipe", "used", "why", "note"}`` each (``note``: the line that says it). A value the user gave is never changed, and a
-    workload that fits is returned as it is; what no rule fixes is left to :meth:`Workload.check`.
+    ``{"field", "recipe", "used", "why", "note"}`` each (``note``: the line that says it). A value
+    the user gave is never changed, and a workload that fits is returned as it is; what no rule
+    fixes is left to :meth:`Workload.check`.
 
     - the global batch (the recipe's, or the default 4 Mi tokens) that is not a multiple of
       ``dp x micro-batch``: the nearest multiple, at least one micro-batch per pipeline;
@@ -570,7 +571,7 @@ def _fitting_vpp(w: Workload, gpus: int, layout: bool) -> int:
     if w.pp == 1 or (layout and w.global_batch % per_step == 0 and w.microbatches(gpus) % w.pp):
         return 1
     per_stage = math.ceil(w.model.layers / w.pp)
-    return max(v for v in range(1, w.vpp + 1) if per_stage % v == 0 and w.pp * v <= w.model.layers)
+    return max((v for v in range(1, w.vpp + 1) if per_stage % v == 0 and w.pp * v <= w.model.layers), default=1)
 
 
 
