@@ -616,3 +616,14 @@ def test_a_recipe_whose_groups_split_unevenly_is_refused_naming_it():
     code, _, err = train("--gpus", "40", "--model", "llama3-8b", "--pp", "4", "--cp", "1", "--global-batch", "40",
                          "-q")
     assert code == 1 and err.startswith("Error: data-parallel groups of 10 ranks split unevenly")
+
+
+def test_the_review_says_what_was_adjusted(tmp_path):
+    design, result = tmp_path / "d", tmp_path / "t.json"
+    assert CliRunner().invoke(main, ["build", "--gpus", "64", "-o", str(design), "--no-configs", "-q"]).exit_code == 0
+    code, _, err = train(str(design), "--model", "llama3-70b", "--pp", "1", "-o", str(result), "-q")
+    assert code == 0, err
+    r = CliRunner().invoke(main, ["report", str(design), "--train", str(result), "-o", str(tmp_path / "r"), "-q"])
+    assert r.exit_code == 0, r.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "Adjusted to fit: llama3-70b's recipe: vpp 5 -> 1 (no interleaving): interleaved stages need" in md
