@@ -298,7 +298,10 @@ def test_an_explicit_architecture():
 @pytest.mark.parametrize("args, message", [
     (["--model", "llama3-8b", "--tp", "3"], "--tp 3: the model's 32 attention heads are not a multiple of it"),
     (["--model", "llama3-8b", "--tp", "16"], "--tp 16: tensor parallelism must stay in the NVLink domain of 8"),
-    (["--model", "llama3-8b", "--pp", "3"], "--tp 1 x --cp 2 x --pp 3 = 6 GPUs per model replica: 64 GPUs"),
+    (["--model", "llama3-8b", "--pp", "3"], "llama3-8b's recipe (tp 1, cp 2, global batch 2,048) with --pp 3 does "
+                                            "not fit 64 GPUs: tp 1 x cp 2 x --pp 3 = 6 GPUs per model replica"),
+    (["--model", "llama3-8b", "--tp", "2", "--cp", "2", "--pp", "3"], "--tp 2 x --cp 2 x --pp 3 = 12 GPUs per model "
+                                                                       "replica: 64 GPUs"),
     (["--model", "llama3-8b", "--global-batch", "100"], "--global-batch 100: not a multiple of data-parallel 32"),
     (["--model", "llama3-8b", "--gpu", "a100-80g", "--precision", "fp8"], "the a100-80g has no fp8 tensor cores"),
     (["--model", "llama3-8b", "--zero", "3", "--pp", "2"], "--zero 3 with --pp 2"),
@@ -470,3 +473,157 @@ def test_no_lost_part_shortens_a_step(spec):
     once = train_step(fabric, w, first).step_time_s
     twice = train_step(fabric, w, replace(first, fail=(spines[0], spines[1])), baseline=first).step_time_s
     assert twice >= once >= base
+
+
+# --- a catalogue recipe that does not fit the GPU count (issue 39) --------------------------------
+
+#: The flags of topo train: an error may name one only when the user typed it.
+FLAGS = re.compile(r"--[a-z][a-z-]*")
+
+
+def fits(data: dict) -> None:
+    """The parallelism of a result multiplies out, the batch fills the pipelines, the interleaved
+    schedule takes its micro-batches, and each adjustment is the value used."""
+    w, gpus = data["workload"], data["gpus"]
+    assert w["tp"] * w["pp"] * w["cp"] * w["dp"] == gpus
+    assert w["global_batch"] % (w["dp"] * w["micro_batch"]) == 0
+    assert w["microbatches"] == w["global_batch"] // (w["dp"] * w["micro_batch"])
+    assert w["vpp"] == 1 or (w["pp"] > 1 and w["microbatches"] % w["pp"] == 0
+                             and w["pp"] * w["vpp"] <= data["model"]["layers"])
+    for a in data.get("adjusted", []):
+        assert set(a) == {"field", "recipe", "used", "why", "note"} and a["recipe"] != a["used"]
+        assert w[a["field"]] == a["used"]
+
+
+def refused_by_recipe(err: str, model: str, typed: set[str]) -> None:
+    """Every error line names the model's recipe, and no flag the user did not type before its
+    ``give --...`` advice."""
+    lines = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert lines and "Traceback" not in err
+    for line in lines:
+        assert line.startswith(f"Error: {model}'s recipe ("), line
+        assert set(FLAGS.findall(line.split("; give ")[0])) <= typed, line
+
+
+@pytest.mark.parametrize("model, adjusted", [
+    ("gpt3-175b", [("vpp", 12, 1)]),
+    ("llama3-405b", [("vpp", 8, 1)]),
+    ("llama3-8b", [("global_batch", 2048, 8192)]),
+])
+def test_a_recipe_that_does_not_fit_16k_gpus_is_adjusted_and_said(model, adjusted):
+    code, out, err = train("--gpus", "16k", "--model", model, "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    fits(data)
+    assert [(a["field"], a["recipe"], a["used"]) for a in data["adjusted"]] == adjusted
+    notes = [line for line in err.splitlines() if f"{model}'s recipe:" in line]
+    assert notes == [f"topo: {a['note']}" for a in data["adjusted"]]
+    assert "Error" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", ["512", "1k", "4k", "16k", "24k", "32k"])
+@pytest.mark.parametrize("model", sorted(model_catalog()))
+def test_every_recipe_runs_or_is_refused_naming_the_recipe(model, gpus):
+    code, out, err = train("--gpus", gpus, "--model", model, "--format", "json", "-q")
+    if code == 0:
+        fits(json.loads(out))
+    else:
+        assert code == 1
+        refused_by_recipe(err, model, {"--gpus", "--model", "--format"})
+
+
+def test_an_adjusted_recipe_keeps_what_the_user_gave():
+    # the batch typed stays; the recipe's vpp that the schedule does not take goes to 1
+    code, out, err = train("--gpus", "16k", "--model", "llama3-405b", "--global-batch", "1536", "--format", "json",
+                           "-q")
+    assert code == 0, err
+    data = json.loads(out)
+    fits(data)
+    assert data["workload"]["global_batch"] == 1536 and [a["field"] for a in data["adjusted"]] == ["vpp"]
+    assert "--global-batch" not in data["adjusted"][0]["note"].split("(give")[0]
+    # a recipe that fits is not touched: no adjusted key at all
+    code, out, _ = train("--gpus", "1k", "--model", "llama3-405b", "--format", "json", "-q")
+    assert code == 0 and "adjusted" not in json.loads(out)
+
+
+def test_a_typed_flag_that_does_not_fit_still_fails_naming_it(tmp_path):
+    every = ["--tp", "8", "--pp", "8", "--cp", "2", "--vpp", "8", "--global-batch", "1536"]
+    code, _, err = train("--gpus", "16k", "--model", "llama3-405b", *every, "-q")
+    assert code == 1 and err.strip() == ("Error: --vpp 8: the interleaved schedule needs the 12 micro-batches per "
+                                         "pipeline to be a multiple of --pp 8")
+    # typed with the recipe's pp and batch: the flag and the recipe, no flag not typed before the advice
+    code, _, err = train("--gpus", "16k", "--model", "llama3-405b", "--vpp", "8", "-q")
+    assert code == 1 and "with --vpp 8 does not fit 16,384 GPUs: --vpp 8: the interleaved schedule" in err
+    refused_by_recipe(err, "llama3-405b", {"--vpp"})
+    # a field of --workload FILE is the user's too
+    f = tmp_path / "w.yaml"
+    f.write_text("model: llama3-405b\ntp: 8\npp: 8\ncp: 2\nvpp: 8\nglobal_batch: 1536\n")
+    code, _, err = train("--gpus", "16k", "--workload", str(f), "-q")
+    assert code == 1 and "Error: --vpp 8: the interleaved schedule needs the 12 micro-batches" in err
+    code, _, err = train("--gpus", "64", "--model", "llama3-8b", "--global-batch", "100", "-q")
+    assert code == 1 and err.startswith("Error: --global-batch 100: not a multiple of data-parallel 32")
+
+
+def test_the_recipe_fits_more_interleaving_where_the_layers_allow():
+    # pp 32 x the recipe's vpp 8 makes more chunks than 126 layers: vpp 2 divides a stage's 4 layers
+    code, out, err = train("--gpus", "4k", "--model", "llama3-405b", "--pp", "32", "--cp", "1", "--global-batch",
+                           "2048", "--format", "json", "-q")
+    assert code == 0, err
+    data = json.loads(out)
+    fits(data)
+    assert [(a["field"], a["recipe"], a["used"]) for a in data["adjusted"]] == [("vpp", 8, 2)]
+    code, out, err = train("--gpus", "64", "--model", "llama3-70b", "--pp", "1", "--format", "json", "-q")
+    assert code == 0, err
+    assert [(a["field"], a["used"]) for a in json.loads(out)["adjusted"]] == [("vpp", 1)]
+    # more stages than layers: no vpp fits, and the typed --pp is what fails
+    code, _, err = train("--gpus", "800", "--model", "gpt3-175b", "--pp", "200", "-q")
+    assert code == 1 and err.strip() == "Error: --pp 200 x vpp 1 = 200 chunks: more than the model's 96 layers"
+
+
+def test_the_default_batch_of_a_custom_model_is_adjusted_too():
+    code, out, err = train("--gpus", "4k", "--layers", "24", "--hidden", "2048", "--heads", "16", "--seq-len",
+                           "2048", "--vocab", "50000", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    fits(data)
+    assert [(a["field"], a["recipe"], a["used"]) for a in data["adjusted"]] == [("global_batch", 2048, 4096)]
+    assert "the default (4 Mi tokens): global batch 2,048 -> 4,096 sequences" in err
+
+
+def test_a_curve_adjusts_or_refuses_the_recipe_per_point():
+    code, out, err = train("--gpus", "16k", "--model", "llama3-405b", "--scale", "1024,2048,4096,8192,16384",
+                           "--format", "json", "-q")
+    assert code == 0, err
+    points = json.loads(out)["scaling"]
+    assert all("error" not in p for p in points)
+    assert [[a["field"] for a in p.get("adjusted", [])] for p in points] == [[], [], [], [], ["vpp"]]
+    code, out, err = train("--gpus", "16k", "--model", "llama3-405b", "--scale", "8192,16384", "-q")
+    assert code == 0 and "16,384 GPUs: llama3-405b's recipe: vpp 8 -> 1 (no interleaving)" in out
+    # a point the recipe cannot fit is a row that says why, naming the recipe
+    code, out, err = train("--gpus", "1k", "--model", "deepseek-v3", "--scale", "512,1k", "--format", "json", "-q")
+    assert code == 0, err
+    first, second = json.loads(out)["scaling"]
+    assert first["error"].startswith("deepseek-v3's recipe (tp 1, pp 16, ep 64, global batch 15,360) does not fit "
+                                     "512 GPUs: ep 64:") and "error" not in second
+
+
+def test_a_recipe_whose_groups_split_unevenly_is_refused_naming_it():
+    code, _, err = train("--gpus", "96", "--model", "gpt3-175b", "-q")
+    assert code == 1 and "data-parallel groups of 3 ranks split unevenly over servers of 8 GPUs" in err
+    refused_by_recipe(err, "gpt3-175b", {"--gpus", "--model"})
+    assert "topo: gpt3-175b's recipe:" not in err  # nothing said of adjustments when the workload is refused
+    code, _, err = train("--gpus", "40", "--model", "llama3-8b", "--pp", "4", "--cp", "1", "--global-batch", "40",
+                         "-q")
+    assert code == 1 and err.startswith("Error: data-parallel groups of 10 ranks split unevenly")
+
+
+def test_the_review_says_what_was_adjusted(tmp_path):
+    design, result = tmp_path / "d", tmp_path / "t.json"
+    assert CliRunner().invoke(main, ["build", "--gpus", "64", "-o", str(design), "--no-configs", "-q"]).exit_code == 0
+    code, _, err = train(str(design), "--model", "llama3-70b", "--pp", "1", "-o", str(result), "-q")
+    assert code == 0, err
+    r = CliRunner().invoke(main, ["report", str(design), "--train", str(result), "-o", str(tmp_path / "r"), "-q"])
+    assert r.exit_code == 0, r.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "Adjusted to fit: llama3-70b's recipe: vpp 5 -> 1 (no interleaving): interleaved stages need" in md

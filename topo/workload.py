@@ -16,7 +16,7 @@ training as three times the forward pass. For GPT-3 that is Narayanan et al.'s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -238,6 +238,9 @@ class Workload:
     precision: str = "bf16"
     overlap: tuple[str, ...] = DEFAULT_OVERLAP
     grad_precision: str = "bf16"  #: gradients kept and reduced in bf16 (MCore's default) or fp32
+    #: The job fields the user gave (flags, ``--workload FILE``); the others are the model's recipe or
+    #: the defaults, which :func:`fit_recipe` may adjust. None: all given (a workload built directly).
+    given: frozenset[str] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seq_len", self.seq_len or self.model.seq_len)
@@ -262,77 +265,144 @@ class Workload:
         """Layers of the busiest pipeline stage: ``vpp`` chunks of ``ceil(layers / (pp vpp))``."""
         return math.ceil(self.model.layers / (self.pp * self.vpp)) * self.vpp
 
+    def named(self, key: str) -> str:
+        """How an error names the field ``key``: its flag (``--global-batch``) when the user gave it,
+        else its plain name (``global batch``), the recipe's or the default value."""
+        if self.given is None or key in self.given or key not in JOB_FIELDS:
+            return "--" + key.replace("_", "-")
+        return key.replace("_", " ")
+
     def check(self, gpus: int, gpus_per_node: int) -> None:
-        """Raise WorkloadError naming every field that does not fit ``gpus`` GPUs."""
-        m, g = self.model, self.gpu
-        problems = []
-        for flag, value in (("--tp", self.tp), ("--pp", self.pp), ("--cp", self.cp), ("--ep", self.ep),
-                            ("--vpp", self.vpp), ("--micro-batch", self.micro_batch),
-                            ("--global-batch", self.global_batch), ("--seq-len", self.seq_len)):
-            if value < 1:
-                problems.append(f"{flag} {value}: must be at least 1")
+        """Raise WorkloadError naming every field that does not fit ``gpus`` GPUs: a field the user
+        gave by its flag, one of the model's recipe with the recipe (:meth:`refusal`)."""
+        problems = self.problems(gpus, gpus_per_node)
         if problems:
-            raise WorkloadError(problems)
+            raise WorkloadError([self.refusal(gpus, keys, text) for keys, text in problems])
+
+    def problems(self, gpus: int, gpus_per_node: int) -> list[tuple[tuple[str, ...], str]]:
+        """Every field that does not fit ``gpus`` GPUs: (the fields at fault, the line naming them)."""
+        g, f = self.gpu, self.named
+        problems: list[tuple[tuple[str, ...], str]] = []
+        for key in ("tp", "pp", "cp", "ep", "vpp", "micro_batch", "global_batch", "seq_len"):
+            if getattr(self, key) < 1:
+                problems.append(((key,), f"{f(key)} {getattr(self, key)}: must be at least 1"))
+        if problems:
+            return problems
         if self.zero not in ZERO_STAGES:
-            problems.append(f"--zero {self.zero}: expected 0, 1, 2 or 3")
+            problems.append((("zero",), f"{f('zero')} {self.zero}: expected 0, 1, 2 or 3"))
         if self.recompute not in RECOMPUTE:
-            problems.append(f"--recompute {self.recompute}: expected one of {', '.join(RECOMPUTE)}")
+            problems.append((("recompute",), f"{f('recompute')} {self.recompute}: expected one of "
+                                             f"{', '.join(RECOMPUTE)}"))
         if self.grad_precision not in GRAD_BYTES:
-            problems.append(f"--grad-precision {self.grad_precision}: expected bf16 or fp32")
+            problems.append((("grad_precision",), f"{f('grad_precision')} {self.grad_precision}: expected bf16 "
+                                                  f"or fp32"))
         if self.precision not in PRECISIONS:
-            problems.append(f"--precision {self.precision}: expected one of {', '.join(PRECISIONS)}")
+            problems.append((("precision",), f"{f('precision')} {self.precision}: expected one of "
+                                             f"{', '.join(PRECISIONS)}"))
         elif self.precision not in g.tflops:
-            problems.append(f"--precision {self.precision}: the {g.name} has no {self.precision} tensor cores "
-                            f"(it has {', '.join(g.tflops)})")
+            problems.append((("precision",), f"{f('precision')} {self.precision}: the {g.name} has no "
+                                             f"{self.precision} tensor cores (it has {', '.join(g.tflops)})"))
         for o in self.overlap:
             if o not in OVERLAPS:
-                problems.append(f"--overlap {o}: expected some of {', '.join(OVERLAPS)} (or none)")
+                problems.append((("overlap",), f"{f('overlap')} {o}: expected some of {', '.join(OVERLAPS)} "
+                                               f"(or none)"))
+        problems += self._layout_problems(gpus, gpus_per_node)
+        if not problems:
+            problems += self._batch_problems(gpus)
+        return problems
+
+    def _layout_problems(self, gpus: int, gpus_per_node: int) -> list[tuple[tuple[str, ...], str]]:
+        """The parallelism that does not fit the GPUs, the NVLink domain or the model."""
+        m, g, f = self.model, self.gpu, self.named
+        problems: list[tuple[tuple[str, ...], str]] = []
         mp = self.model_parallel
         if gpus % mp:
-            problems.append(f"--tp {self.tp} x --cp {self.cp} x --pp {self.pp} = {mp} GPUs per model replica: "
-                            f"{gpus:,} GPUs are not a whole number of replicas")
+            keys = tuple(k for k in ("tp", "cp", "pp") if getattr(self, k) > 1)
+            problems.append((keys, f"{f('tp')} {self.tp} x {f('cp')} {self.cp} x {f('pp')} {self.pp} = {mp} GPUs "
+                                   f"per model replica: {gpus:,} GPUs are not a whole number of replicas"))
         domain = g.nvlink.job_gpus(gpus, gpus_per_node)
         if self.tp > domain or domain % self.tp:
-            problems.append(f"--tp {self.tp}: tensor parallelism must stay in the NVLink domain of "
-                            f"{domain} GPUs ({g.name}, as this job of {gpus:,} uses it) and divide it")
+            problems.append((("tp",), f"{f('tp')} {self.tp}: tensor parallelism must stay in the NVLink domain of "
+                                      f"{domain} GPUs ({g.name}, as this job of {gpus:,} uses it) and divide it"))
         elif self.tp > gpus_per_node and self.tp % gpus_per_node:
-            problems.append(f"--tp {self.tp}: across servers of {gpus_per_node} GPUs it must be a multiple of "
-                            f"{gpus_per_node}")
+            problems.append((("tp",), f"{f('tp')} {self.tp}: across servers of {gpus_per_node} GPUs it must be a "
+                                      f"multiple of {gpus_per_node}"))
         if m.heads % self.tp:
-            problems.append(f"--tp {self.tp}: the model's {m.heads} attention heads are not a multiple of it")
+            problems.append((("tp",), f"{f('tp')} {self.tp}: the model's {m.heads} attention heads are not a "
+                                      f"multiple of it"))
         elif m.kv_heads % self.tp:
-            problems.append(f"--tp {self.tp}: the model's {m.kv_heads} key-value heads are not a multiple of it")
+            problems.append((("tp",), f"{f('tp')} {self.tp}: the model's {m.kv_heads} key-value heads are not a "
+                                      f"multiple of it"))
         if self.seq_len % (2 * self.cp) and self.cp > 1:
-            problems.append(f"--cp {self.cp}: sequence length {self.seq_len:,} is not a multiple of 2 x cp "
-                            f"(each rank takes two balanced chunks of a causal sequence)")
+            problems.append((("cp",), f"{f('cp')} {self.cp}: sequence length {self.seq_len:,} is not a multiple "
+                                      f"of 2 x cp (each rank takes two balanced chunks of a causal sequence)"))
         if self.vpp > 1 and self.pp == 1:
-            problems.append(f"--vpp {self.vpp}: interleaved stages need pipeline parallelism (--pp 2 or more)")
+            problems.append((("vpp",), f"{f('vpp')} {self.vpp}: interleaved stages need pipeline parallelism "
+                                       f"(--pp 2 or more)"))
         if self.pp * self.vpp > m.layers:
-            problems.append(f"--pp {self.pp} x --vpp {self.vpp} = {self.pp * self.vpp} chunks: more than the "
-                            f"model's {m.layers} layers")
+            keys = ("pp", "vpp") if self.vpp > 1 else ("pp",)
+            problems.append((keys, f"{f('pp')} {self.pp} x {f('vpp')} {self.vpp} = {self.pp * self.vpp} chunks: "
+                                   f"more than the model's {m.layers} layers"))
         if self.zero == 3 and self.pp > 1:
-            problems.append(f"--zero 3 with --pp {self.pp}: ZeRO-3 shards every layer over the data-parallel "
-                            f"ranks and does not combine with pipeline parallelism")
+            problems.append((("zero", "pp"), f"{f('zero')} 3 with {f('pp')} {self.pp}: ZeRO-3 shards every layer "
+                                             f"over the data-parallel ranks and does not combine with pipeline "
+                                             f"parallelism"))
         if m.moe:
             if m.experts % self.ep:
-                problems.append(f"--ep {self.ep}: the model's {m.experts} experts are not a multiple of it")
+                problems.append((("ep",), f"{f('ep')} {self.ep}: the model's {m.experts} experts are not a "
+                                          f"multiple of it"))
         elif self.ep > 1:
-            problems.append(f"--ep {self.ep}: {m.name} is a dense model (no experts to spread)")
-        if not problems:
-            dp = self.dp(gpus)
-            stage = self.tp * dp * self.cp
-            if stage % self.ep:
-                problems.append(f"--ep {self.ep}: expert parallelism spreads a stage's experts over its tp x dp "
-                                f"x cp ranks ({self.tp} x {dp} x {self.cp} = {stage}), which it must divide")
-            per_step = dp * self.micro_batch
-            if self.global_batch % per_step:
-                problems.append(f"--global-batch {self.global_batch:,}: not a multiple of data-parallel {dp:,} "
-                                f"x micro-batch {self.micro_batch} = {per_step:,} sequences")
-            elif self.vpp > 1 and self.microbatches(gpus) % self.pp:
-                problems.append(f"--vpp {self.vpp}: the interleaved schedule needs the {self.microbatches(gpus)} "
-                                f"micro-batches per pipeline to be a multiple of --pp {self.pp}")
-        if problems:
-            raise WorkloadError(problems)
+            problems.append((("ep",), f"{f('ep')} {self.ep}: {m.name} is a dense model (no experts to spread)"))
+        return problems
+
+    def _batch_problems(self, gpus: int) -> list[tuple[tuple[str, ...], str]]:
+        """Expert parallelism over a stage's ranks, and the batch over the pipelines (a layout that fits)."""
+        f = self.named
+        problems: list[tuple[tuple[str, ...], str]] = []
+        dp = self.dp(gpus)
+        stage = self.tp * dp * self.cp
+        if stage % self.ep:
+            problems.append((("ep",), f"{f('ep')} {self.ep}: expert parallelism spreads a stage's experts over its "
+                                      f"tp x dp x cp ranks ({self.tp} x {dp} x {self.cp} = {stage}), which it must "
+                                      f"divide"))
+        per_step = dp * self.micro_batch
+        if self.global_batch % per_step:
+            problems.append((("global_batch", "micro_batch") if self.micro_batch > 1 else ("global_batch",),
+                             f"{f('global_batch')} {self.global_batch:,}: not a multiple of data-parallel {dp:,} "
+                             f"x micro-batch {self.micro_batch} = {per_step:,} sequences"))
+        elif self.vpp > 1 and self.microbatches(gpus) % self.pp:
+            problems.append((("vpp", "pp", "global_batch"),
+                             f"{f('vpp')} {self.vpp}: the interleaved schedule needs the {self.microbatches(gpus)} "
+                             f"micro-batches per pipeline to be a multiple of {f('pp')} {self.pp}"))
+        return problems
+
+    def recipe_keys(self) -> list[str]:
+        """The fields of the model's recipe that the workload takes (the user gave no other value)."""
+        if self.given is None:
+            return []
+        return [k for k in self.model.train if k in JOB_FIELDS and k not in self.given]
+
+    def recipe_text(self, also: tuple[str, ...] = ()) -> str:
+        """The model's recipe as an error names it: ``llama3-405b's recipe (tp 8, pp 8, cp 2, vpp 8,
+        global batch 1,536)``, its parallelism and batch and the fields ``also`` that it gives."""
+        train = self.model.train
+        shown = [k for k in ("tp", "pp", "cp", "ep", "vpp", "global_batch", "micro_batch", *also)
+                 if k in self.recipe_keys()]
+        parts = [f"{k.replace('_', ' ')} {_shown(train[k])}" for k in dict.fromkeys(shown)]
+        return f"{self.model.name}'s recipe ({', '.join(parts)})"
+
+    def refusal(self, gpus: int, keys: tuple[str, ...], text: str) -> str:
+        """The line of a problem: ``text`` as it is when the user gave every field at fault (or they
+        are defaults); else the model's recipe named, that it does not fit, and the flags to give."""
+        recipe = [k for k in keys if k in self.recipe_keys()]
+        if not recipe:
+            return text
+        typed = [k for k in keys if k not in recipe and self.given is not None and k in self.given]
+        with_flags = f" with {', '.join(f'{self.named(k)} {_shown(getattr(self, k))}' for k in typed)}" if typed \
+            else ""
+        flags = "/".join(f"--{k.replace('_', '-')}" for k in (*typed, *recipe))
+        where = f"the {self.gpu.name}" if keys == ("precision",) else f"{gpus:,} GPUs"
+        return f"{self.recipe_text(tuple(recipe))}{with_flags} does not fit {where}: {text}; give {flags}"
 
     # --- what each GPU holds ------------------------------------------------------------------
     def local_params(self, gpus: int) -> dict[str, float]:
@@ -422,6 +492,86 @@ def resolve_model(name: str) -> Model:
 def default_batch(model: Model) -> int:
     """The catalogue recipe's global batch, else 4 Mi tokens' worth of sequences."""
     return int(model.train.get("global_batch") or max(1, DEFAULT_BATCH_TOKENS // model.seq_len))
+
+
+def _shown(value: Any) -> str:
+    """A field's value as a line shows it: ``1,536``, ``fp8``, ``dp,tp``."""
+    if isinstance(value, bool) or not isinstance(value, (int, list, tuple)):
+        return str(value)
+    return f"{value:,}" if isinstance(value, int) else ",".join(map(str, value))
+
+
+def fit_recipe(w: Workload, gpus: int, gpus_per_node: int) -> tuple[Workload, list[dict[str, Any]]]:
+    """The workload with the values the user did not give adjusted where they do not fit ``gpus``
+    GPUs and practice has a rule (docs/train.md, "When a recipe does not fit"), and the adjustments:
+    ``{"field", "recipe", "used", "why", "note"}`` each (``note``: the line that says it). A value
+    the user gave is never changed, and a workload that fits is returned as it is; what no rule
+    fixes is left to :meth:`Workload.check`.
+
+    - the global batch (the recipe's, or the default 4 Mi tokens) that is not a multiple of
+      ``dp x micro-batch``: the nearest multiple, at least one micro-batch per pipeline;
+    - the recipe's interleaved stages (``vpp``) that the schedule does not take: the largest ``vpp``
+      under it that divides a stage's layers and takes the micro-batches, else 1 (no interleaving).
+
+    >>> w = workload_from({"model": "llama3-405b"})
+    >>> [(a["field"], a["recipe"], a["used"]) for a in fit_recipe(w, 16384, 8)[1]]
+    [('vpp', 8, 1)]
+    >>> [(a["field"], a["recipe"], a["used"]) for a in fit_recipe(w, 24576, 8)[1]]
+    []
+    """
+    if w.given is None or w.problems(gpus, gpus_per_node) == []:
+        return w, []
+    adjusted: list[dict[str, Any]] = []
+    source = f"{w.model.name}'s recipe" if "global_batch" in w.model.train else "the default (4 Mi tokens)"
+    layout = not replace(w, vpp=1)._layout_problems(gpus, gpus_per_node)  # the GPUs make whole replicas
+    per_step = w.dp(gpus) * w.micro_batch
+    if layout and "global_batch" not in w.given and w.global_batch % per_step:
+        used = max(1, (2 * w.global_batch + per_step) // (2 * per_step)) * per_step
+        why = (f"not a multiple of data-parallel {w.dp(gpus):,} x micro-batch {w.micro_batch} = {per_step:,} "
+               f"sequences; " + ("the nearest multiple" if used > per_step or 2 * w.global_batch >= per_step
+                                 else "one micro-batch per pipeline"))
+        adjusted.append({"field": "global_batch", "recipe": w.global_batch, "used": used, "why": why,
+                         "note": f"{source}: global batch {w.global_batch:,} -> {used:,} sequences: {why} "
+                                 f"(give --global-batch)"})
+        w = replace(w, global_batch=used)
+    if "vpp" not in w.given and w.vpp > 1:
+        why, keep = _vpp_misfit(w, gpus, layout)
+        if why:
+            used = _fitting_vpp(w, gpus, layout)
+            give = "give --vpp" + (f", or --global-batch {keep:,} to keep vpp {w.vpp}" if keep else "")
+            adjusted.append({"field": "vpp", "recipe": w.vpp, "used": used, "why": why,
+                             "note": f"{w.model.name}'s recipe: vpp {w.vpp} -> {used}"
+                                     + (" (no interleaving)" if used == 1 else "") + f": {why} ({give})"})
+            w = replace(w, vpp=used)
+    return w, adjusted
+
+
+def _vpp_misfit(w: Workload, gpus: int, layout: bool) -> tuple[str, int]:
+    """Why the interleaved schedule does not take ``w.vpp`` (nothing when it does), and the global
+    batch that would keep it (0: none, or the user gave the batch)."""
+    f = w.named
+    if w.pp == 1:
+        return f"interleaved stages need pipeline parallelism ({f('pp')} 1 has none)", 0
+    if w.pp * w.vpp > w.model.layers:
+        return (f"{f('pp')} {w.pp} x vpp {w.vpp} = {w.pp * w.vpp} chunks: more than the model's "
+                f"{w.model.layers} layers"), 0
+    per_step = w.dp(gpus) * w.micro_batch
+    if layout and w.global_batch % per_step == 0 and w.microbatches(gpus) % w.pp:
+        keep = 0 if "global_batch" in (w.given or ()) else -(-w.global_batch // (per_step * w.pp)) * per_step * w.pp
+        return (f"the interleaved schedule needs the {w.microbatches(gpus)} micro-batches per pipeline to be a "
+                f"multiple of {f('pp')} {w.pp}"), keep
+    return "", 0
+
+
+def _fitting_vpp(w: Workload, gpus: int, layout: bool) -> int:
+    """The largest ``vpp`` up to ``w.vpp`` that divides a stage's ``ceil(layers / pp)`` layers (the
+    busiest stage keeps its layers), makes no more chunks than layers, and whose schedule takes the
+    micro-batches; 1 when none does."""
+    per_step = w.dp(gpus) * w.micro_batch
+    if w.pp == 1 or (layout and w.global_batch % per_step == 0 and w.microbatches(gpus) % w.pp):
+        return 1
+    per_stage = math.ceil(w.model.layers / w.pp)
+    return max((v for v in range(1, w.vpp + 1) if per_stage % v == 0 and w.pp * v <= w.model.layers), default=1)
 
 
 
@@ -549,4 +699,4 @@ def workload_from(values: dict[str, Any], origin: dict[str, str] | None = None) 
     merged = {**recipe, **job}
     merged.setdefault("global_batch", default_batch(model) if name is None else
                       int(base.train.get("global_batch") or default_batch(model)))
-    return Workload(model=model, gpu=resolve_gpu(gpu), **merged)
+    return Workload(model=model, gpu=resolve_gpu(gpu), given=frozenset(job), **merged)

@@ -782,6 +782,9 @@ def train_section(train: dict[str, Any], reviews: Sequence[Review]) -> dict[str,
                     f"{train['gpus']:,} {train['gpu']} {where}; tp {w['tp']}, pp {w['pp']}, cp {w['cp']}, "
                     f"ep {w['ep']}, dp {w['dp']}, global batch {w['global_batch']:,} x {w['seq_len']:,} tokens, "
                     f"ZeRO {w['zero']}, recompute {w['recompute']}.")]
+    adjusted = [a["note"] for a in train.get("adjusted", []) if isinstance(a, dict) and isinstance(a.get("note"), str)]
+    if adjusted:  # the recipe's values that did not fit the GPU count (docs/train.md)
+        blocks.append(_text("Adjusted to fit: " + "; ".join(adjusted) + "."))
     mem = train["memory"]
     figures = [["step time (s)", _n(train["step_time_s"], 3)],
                ["tokens/s per GPU", _n(train["tokens_per_s_per_gpu"], 1)],

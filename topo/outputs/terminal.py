@@ -308,6 +308,7 @@ def train_table(data: dict[str, Any]) -> str:
                 "of linear", "efficiency"]
         body, errors = [], []
         for p in data["scaling"]:
+            errors += [f"  {p['gpus']:,} GPUs: {a['note']}" for a in p.get("adjusted", [])]
             if "error" in p:
                 body.append([f"{p['gpus']:,}", "", f"{p['global_batch']:,}", str(p["micro_batch"]), "not run",
                              "", "", "", "", "", ""])

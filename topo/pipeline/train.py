@@ -23,7 +23,7 @@ from ..fabric import Fabric, build_fabric
 from ..outputs.terminal import PARTS
 from ..hardware.servers import NodeModel
 from ..spec import FabricSpec, format_ratio, load_spec
-from ..workload import Workload
+from ..workload import Workload, fit_recipe
 from .design import build_inputs, check_unchanged, design_spec_file, server_base, spec_from
 from .progress import SILENT, Progress
 
@@ -49,7 +49,21 @@ def run(spec: FabricSpec, workload: Workload, options: AnalysisOptions, server: 
     """The step of ``workload`` on the fabric of ``spec`` (built unless given); with failures,
     never shorter than with ``baseline``'s failures only (:func:`topo.analysis.training.train_step`)."""
     fabric = fabric or build_fabric(spec)
-    return train_step(fabric, workload, options, server, baseline)
+    try:
+        return train_step(fabric, workload, options, server, baseline)
+    except AnalysisError as exc:
+        raise AnalysisError([_uneven(workload, spec.gpus, line) for line in exc.lines]) from None
+
+
+def _uneven(w: Workload, gpus: int, line: str) -> str:
+    """An error's line, and a layout that splits groups unevenly over servers named with the model's
+    recipe when its parallelism is the recipe's (:meth:`topo.workload.Workload.refusal`)."""
+    if " split unevenly over " not in line:
+        return line
+    keys = tuple(k for k in ("tp", "cp", "pp", "ep") if getattr(w, k) > 1)
+    for k in keys:
+        line = line.replace(f"(--{k})", f"({w.named(k)})")
+    return w.refusal(gpus, keys, line)
 
 
 def curve(spec: FabricSpec, workload: Workload, options: AnalysisOptions, counts: Sequence[int],
@@ -58,19 +72,24 @@ def curve(spec: FabricSpec, workload: Workload, options: AnalysisOptions, counts
     """The scaling curve: the workload on the same fabric spec at each GPU count.
 
     The global batch stays as given (strong scaling), or with ``weak`` grows with the GPUs from
-    its value at ``spec.gpus``. Each point gives the step, the throughput, its speed-up over the
-    first point that runs, and that speed-up as a fraction of linear (``of_linear``); a count the
-    spec or the workload refuses is a point with its ``error``.
+    its value at ``spec.gpus``. The values of the model's recipe that do not fit a count are
+    adjusted there (:func:`topo.workload.fit_recipe`, the point's ``adjusted``). Each point gives
+    the step, the throughput, its speed-up over the first point that runs, and that speed-up as a
+    fraction of linear (``of_linear``); a count the spec or the workload refuses is a point with its
+    ``error``.
     """
     points: list[dict[str, Any]] = []
     first: dict[str, Any] | None = None
+    batch = fit_recipe(workload, spec.gpus, spec.gpus_per_node)[0].global_batch  # as at spec.gpus
     for i, n in enumerate(counts):
         point: dict[str, Any] = {"gpus": int(n)}
         w = workload
         if weak:
-            w = replace(workload, global_batch=max(1, round(workload.global_batch * n / spec.gpus)))
-        w = fit_micro_batch(w, int(n))
+            w = replace(workload, global_batch=max(1, round(batch * n / spec.gpus)))
+        w, adjusted = fit_recipe(fit_micro_batch(w, int(n)), int(n), spec.gpus_per_node)
         point["global_batch"], point["micro_batch"] = w.global_batch, w.micro_batch
+        if adjusted:
+            point["adjusted"] = adjusted
         try:
             step = run(variant(spec, gpus=int(n)), w, options, server)
         except TopoError as exc:
@@ -158,12 +177,17 @@ def what_ifs(spec: FabricSpec, workload: Workload, options: AnalysisOptions, bas
 
 
 def result(fabric: Fabric, step: Step, points: list[dict[str, Any]] | None = None,
-           variants: list[dict[str, Any]] | None = None, weak: bool = False) -> dict[str, Any]:
+           variants: list[dict[str, Any]] | None = None, weak: bool = False,
+           adjusted: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What ``topo train --format json`` prints (and ``-o FILE`` keeps): the fabric (its facts and
-    its whole spec), the model, and the step; the scaling curve and the what-ifs when run."""
+    its whole spec), the model, and the step, with the recipe's values ``adjusted`` to fit
+    (:func:`topo.workload.fit_recipe`) when there are any; the scaling curve and the what-ifs when
+    run."""
     spec = fabric.spec.to_dict()
     out = {"fabric": fabric_line(fabric), "spec": spec, "model": step.workload.model.to_dict(),
            "gpu": step.workload.gpu.name, **step.to_dict()}
+    if adjusted:
+        out["adjusted"] = adjusted
     if points is not None:
         out["scaling"] = points
         out["scaling_mode"] = "weak" if weak else "strong"
@@ -310,9 +334,14 @@ def _check_work(spec: FabricSpec, options: AnalysisOptions, server: NodeModel, s
 
 def _priced(spec: FabricSpec, fabric: Fabric, workload: Workload, options: AnalysisOptions, server: NodeModel,
             counts: list[int] | None, weak: bool, what_if: bool, progress: Progress) -> dict[str, Any]:
-    """The step, and the curve and what-ifs asked for, as :func:`result` gives them."""
+    """The step (the recipe's values that do not fit adjusted, each said as a note), and the curve
+    and what-ifs asked for, as :func:`result` gives them."""
+    asked = workload  # the curve adjusts the recipe at each of its counts
+    workload, adjusted = fit_recipe(workload, spec.gpus, spec.gpus_per_node)
     with progress.stage(f"pricing a step of {workload.model.name}"):
         step = run(spec, workload, options, server, fabric)
+    for change in adjusted:  # said once the adjusted workload runs (a refusal says it all)
+        progress.say(change["note"])
     if not step.memory["fits"]:  # a warning, shown with -q too
         m = step.memory
         progress.warn(f"topo: warning: {m['total_GB']:,.1f} GB per GPU does not fit the {workload.gpu.name}'s "
@@ -321,11 +350,11 @@ def _priced(spec: FabricSpec, fabric: Fabric, workload: Workload, options: Analy
     points = variants = None
     if counts:
         with progress.stage(f"scaling curve, {len(counts)} points"):
-            points = curve(spec, workload, options, counts, weak, server, progress.counter("points", len(counts)))
+            points = curve(spec, asked, options, counts, weak, server, progress.counter("points", len(counts)))
     if what_if:
         with progress.stage("what-ifs"):
             variants = what_ifs(spec, workload, options, step, server, progress.counter("what-ifs", 4), fabric)
-    return result(fabric, step, points, variants, weak=weak)
+    return result(fabric, step, points, variants, weak=weak, adjusted=adjusted)
 
 
 def workload_of(path: Path | None, values: dict[str, Any], server: tuple[str, str] | None = None) -> Workload:
