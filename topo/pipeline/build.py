@@ -169,7 +169,7 @@ def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_d
            config_job: ConfigJob | None) -> Iterator[tuple[str, Any]]:
     env = template_environment(user_dirs)
     yield from core_files(fabric, summary, analysis, cabling, base_dir, warnings).items()
-    yield from placement_files(fabric, env).items()
+    yield from placement_files(fabric, env, server).items()
     yield from nccl_files(fabric, server, analysis, env, base_dir=base_dir).items()
     yield from cabling_files(fabric, cabling).items()
     yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
