@@ -130,7 +130,7 @@ def test_the_sandbox_holds_in_the_worker_processes(tmp_path, monkeypatch):
 
 TOP_TEMPLATES = sorted({template for _, template, _ in all_outputs()})
 #: Templates rendered only for a rack-scale server profile (an NVL72 tray), and the flags of one.
-RACK_SCALE_TEMPLATES = {"imex/nodes_config.cfg.j2"}
+RACK_SCALE_TEMPLATES = {"imex/nodes_config.cfg.j2", "kubernetes/node-labels.sh.j2"}
 RACK_SCALE = ("--gpus-per-node", "4", "--nics-per-node", "4", "--server", "gb200-nvl72")
 
 

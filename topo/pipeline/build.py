@@ -28,6 +28,7 @@ from ..outputs.exports import export_files
 from ..outputs.manifest import with_manifest
 from ..outputs.nccl import nccl_files
 from ..outputs.imex import imex_files
+from ..outputs.labels import node_label_files
 from ..outputs.placement import placement_files
 from ..outputs.readme import readme
 from ..outputs.report import Review, report_files, review
@@ -174,6 +175,8 @@ def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_d
     yield from nccl_files(fabric, server, analysis, env, base_dir=base_dir).items()
     imex = imex_files(fabric, server, env)
     yield from imex.items()
+    labels = node_label_files(fabric, server, env)
+    yield from labels.items()
     yield from cabling_files(fabric, cabling).items()
     yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
     report = report_files([reviewed], user_dirs, in_build=True)
@@ -183,7 +186,7 @@ def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_d
     elif configs:
         yield from config_files(fabric, user_dirs, workers=workers, progress=progress, sink=sink)
     yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir, warnings,
-                              report, imex)
+                              report, [*imex, *labels])
 
 
 def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
