@@ -717,3 +717,27 @@ def test_a_profile_of_this_generation_writes_a_file_its_checker_accepts(server, 
     assert xml.count("<gpu ") == profile.gpu_count and xml.count("<net ") == spec.nic_ports
     env = files[f"nccl/{server}.env"]
     assert "mlx5_0" in env
+
+
+@pytest.mark.parametrize("server, shape", [
+    ("gb200-nvl72", {"gpus_per_node": 4, "nics_per_node": 4}),
+    ("gb300-nvl72", {"gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 800, "switch": "eth-51t-64x800"}),
+])
+def test_a_rack_scale_profile_asks_for_multi_node_nvlink(server, shape):
+    """An NVL72 tray's env file sets NCCL_MNNVL_ENABLE=1 and NCCL_NVLS_ENABLE=1 (the names and values
+    of NCCL's environment variables page), each after a comment saying why; nothing else changes."""
+    files = nccl_files(build_fabric(load_spec({"gpus": 1152, "server": server, **shape})))
+    text = files[f"nccl/{server}.env"]
+    env = env_of(files)
+    assert env["NCCL_MNNVL_ENABLE"] == "1" and env["NCCL_NVLS_ENABLE"] == "1"
+    lines = text.splitlines()
+    for key in ("NCCL_MNNVL_ENABLE=1", "NCCL_NVLS_ENABLE=1"):
+        assert lines[lines.index(key) - 1].startswith("# ")
+    assert "NVLink domain of 18 trays\n# (72 GPUs, one rack)" in text
+    assert all(line.startswith("#") or line == "" or re.fullmatch(r"NCCL_[A-Z_]+=\S+", line) for line in lines)
+
+
+@pytest.mark.parametrize("server", ["hgx-h100-8nic", "hgx-h200-8nic", "dgx-b200"])
+def test_a_server_whose_nvlink_domain_is_the_server_has_no_multi_node_nvlink(server):
+    env = env_of(nccl_files(build_fabric(load_spec({"gpus": 512, "server": server}))))
+    assert "NCCL_MNNVL_ENABLE" not in env and "NCCL_NVLS_ENABLE" not in env

@@ -96,6 +96,11 @@ SHAPES = {
 }
 
 
+#: A GB300 NVL72 design: 1,152 GPUs on 288 compute trays of 4, 16 NVLink domains of 18 trays.
+GB300 = dict(gpus=1152, gpus_per_node=4, nics_per_node=4, server="gb300-nvl72", nic_gbps=800,
+             switch="eth-51t-64x800")
+
+
 def fabric_of(shape: str, **extra):
     return build_fabric(load_spec({**SHAPES[shape], **extra}))
 
@@ -374,6 +379,35 @@ def test_block_files_follow_slurm_rules(shape):
             for s in tree["tree"]["switches"]} == tree_conf
 
 
+def test_a_rack_scale_profile_has_one_block_per_nvlink_domain():
+    """GB300 NVL72: 16 blocks of the 18 trays of one domain, in hostfile order, base block 18; the
+    yaml's blocks are the same; the tree (topology.conf) still follows the switches."""
+    fabric = build_fabric(load_spec(GB300))
+    files = placement_files(fabric)
+    conf = parse_topology_conf(files["placement/topology-block.conf"])
+    assert conf.pop("")["BlockSizes"] == "18,36,72,144,288"
+    assert list(conf) == [f"cluster-domain{d:02d}" for d in range(16)]
+    blocks = {name: expand_hostlist(fields["Nodes"]) for name, fields in conf.items()}
+    assert all(len(nodes) == 18 for nodes in blocks.values())
+    hosts = [line.split()[0] for line in body(files["placement/hostfile"])]
+    assert [h for nodes in blocks.values() for h in nodes] == hosts == hosts_of(fabric)
+    block = yaml.safe_load(files["placement/topology.yaml"])[0]["block"]
+    assert block["block_sizes"] == [18, 36, 72, 144, 288]
+    assert {b["block"]: expand_hostlist(b["nodes"]) for b in block["blocks"]} == blocks
+    assert "one block per NVLink domain" in files["placement/topology.yaml"]
+    assert not any(name.startswith("cluster-domain") for name in parse_topology_conf(files["placement/topology.conf"]))
+    facts = placement_facts(fabric)
+    assert (facts["domain_trays"], facts["domain_gpus"], len(facts["domains"])) == (18, 72, 16)
+
+
+def test_a_partial_nvlink_domain_is_called_out():
+    files = placement_files(build_fabric(load_spec({**GB300, "gpus": 144 + 32})))
+    conf = parse_topology_conf(files["placement/topology-block.conf"])
+    assert conf.pop("")["BlockSizes"] == "18,36,72"
+    assert [len(expand_hostlist(f["Nodes"])) for f in conf.values()] == [18, 18, 8]
+    assert "cluster-domain02 has fewer nodes than the base block" in files["placement/topology-block.conf"]
+
+
 def test_a_partial_scalable_unit_is_called_out():
     files = placement_files(fabric_of("rail-2tier"))
     assert "cluster-su03 has fewer nodes than the base block" in files["placement/topology-block.conf"]
@@ -580,6 +614,20 @@ def test_slurm_accepts_topology_block_conf(tmp_path):
     for name, fields in parse_topology_conf(files["placement/topology-block.conf"]).items():
         if name:
             assert re.search(rf"BlockName={re.escape(name)}(\s|$)", run.topology, re.MULTILINE), name
+
+
+@needs_slurm
+@pytest.mark.skipif(SLURM_VERSION is not None and SLURM_VERSION < (24, 5),
+                    reason=f"topology/block with BlockSizes needs Slurm 24.05+ (installed: {SLURM_VERSION})")
+def test_slurm_accepts_the_nvlink_domain_blocks(tmp_path):
+    fabric = build_fabric(load_spec(GB300))
+    files = placement_files(fabric)
+    run = run_slurmctld(tmp_path, {"topology.conf": files["placement/topology-block.conf"]}, hosts_of(fabric),
+                        plugin="topology/block")
+    assert run.topology is not None, run.log
+    assert run.problems() == []
+    for d in range(16):
+        assert re.search(rf"BlockName=cluster-domain{d:02d}(\s|$)", run.topology, re.MULTILINE), d
 
 
 @needs_slurm

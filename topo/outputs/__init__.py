@@ -18,9 +18,10 @@ analyses; the modules here lay them out.
     switch and host configs: the switch operating systems as a table (``systems``: SONiC with FRR
     today, a new OS is a row plus ``templates/<os>/``), the facts per tier (``qos_facts``) and per
     switch (``facts``), the servers' files (``hosts``) and the rendering job (``job``).
-``placement``, ``nccl_xml``, ``nccl``
+``placement``, ``nccl_xml``, ``nccl``, ``imex``, ``labels``
     hostfiles, rankfile and Slurm topology; NCCL topology XML (a reader that parses it as NCCL
-    does, and the writer) and the NCCL environment.
+    does, and the writer) and the NCCL environment; the IMEX daemon's node list of each NVLink
+    domain, and the Kubernetes node labels, of a rack-scale design.
 ``cabling``
     ``cabling.csv`` and ``bom.csv``, written from the cabling plan, and its one-line account.
 ``exports/``, ``diagram``

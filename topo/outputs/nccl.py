@@ -8,7 +8,10 @@
 ``nccl/<profile>.env``
     ``KEY=VALUE`` lines (``/etc/nccl.conf`` format): ``NCCL_TOPO_FILE``, ``NCCL_IB_HCA`` in rail
     order, ``NCCL_CROSS_NIC``, ``NCCL_IB_QPS_PER_CONNECTION`` from the congestion analysis, and
-    ``NCCL_IB_TC`` / ``NCCL_SOCKET_IFNAME`` where they apply. Rendered from ``nccl/nccl.env.j2``.
+    ``NCCL_IB_TC`` / ``NCCL_SOCKET_IFNAME`` where they apply, and for a rack-scale profile (an NVL72
+    compute tray, whose NVLink domain spans the rack) ``NCCL_MNNVL_ENABLE=1`` and, where the domain's
+    NVSwitches run NVLink SHARP, ``NCCL_NVLS_ENABLE=1`` (:func:`mnnvl_facts`). Rendered from
+    ``nccl/nccl.env.j2``.
 
 With dual-ToR the NCCL devices are the NICs' bonds: NIC ``r`` is the RoCE LAG device
 ``mlx5_bond_r`` (:func:`bonded_profile`), one ``<net>`` per NIC at the NIC's whole speed (both of its
@@ -197,6 +200,22 @@ def _xml_comments(profile: ServerProfile, bonded: bool = False) -> tuple[str, ..
 # --- the files ------------------------------------------------------------------------------------
 
 
+def mnnvl_facts(profile: ServerProfile) -> dict[str, Any] | None:
+    """Multi-node NVLink of a rack-scale profile: ``domain_gpus``, ``trays`` (servers of one
+    domain) and ``nvls`` (whether its NVSwitches run NVLink SHARP); None when the profile's NVLink
+    domain is one server (HGX, DGX), whose env file is unchanged.
+
+    >>> from topo.hardware.catalog import server_profiles
+    >>> mnnvl_facts(server_profiles()["gb300-nvl72"]), mnnvl_facts(server_profiles()["dgx-b200"])
+    ({'domain_gpus': 72, 'trays': 18, 'nvls': True}, None)
+    """
+    domain = profile.nvlink
+    if not domain.multi_node:
+        return None
+    return {"domain_gpus": domain.gpus, "trays": domain.gpus // profile.gpu_count,
+            "nvls": profile.node_model().nvls}
+
+
 def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | None", topo_file: str) -> dict:
     spec = fabric.spec
     ethernet = fabric.ethernet
@@ -248,6 +267,7 @@ def _env_facts(fabric: Fabric, profile: ServerProfile, analysis: "Analysis | Non
         "socket_ifname": profile.socket_ifname,
         "technology": "RoCE" if ethernet else "InfiniBand",
         "bond": {"link_gbps": spec.link_gbps, "nic_gbps": spec.nic_port_gbps} if fabric.plan.homes == 2 else None,
+        "mnnvl": mnnvl_facts(profile),
     }
 
 

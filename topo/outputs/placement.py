@@ -12,9 +12,15 @@
 ``placement/topology.conf``
     Slurm ``topology/tree``: one switch entry per scalable unit, then pods and a top entry.
 ``placement/topology-block.conf``
-    Slurm ``topology/block`` in ``topology.conf`` form (Slurm 24.05+): one block per scalable unit.
+    Slurm ``topology/block`` in ``topology.conf`` form (Slurm 24.05+): one block per scalable unit,
+    or, for a rack-scale server profile (an NVL72 compute tray), one block per NVLink domain.
 ``placement/topology.yaml``
-    Slurm ``topology.yaml`` (Slurm 25.05+): the block topology (default) and the same tree.
+    Slurm ``topology.yaml`` (Slurm 25.05+): the same blocks (the default topology) and the same tree.
+
+A rack-scale profile's NVLink domain spans several servers (:attr:`ServerProfile.nvlink`,
+``multi_node``): its ``nvlink_domain // gpus_per_node`` consecutive nodes in placement order are one
+domain (:func:`nvlink_domains`), the unit a job's tensor-parallel groups must not leave, so the
+blocks follow the domains instead of the scalable units.
 
 Placement order is explicit: nodes sorted by pod, then scalable unit (in rack placement the SU is the
 ToR leaf), then node index (:func:`placement_order`). The nodes of one SU are adjacent, so a
@@ -37,6 +43,7 @@ import numpy as np
 
 from .. import __version__
 from ..fabric import Fabric
+from ..hardware.servers import ServerProfile
 from .templating import render_template, template_environment
 
 #: Every placement file and the template it comes from, in output order.
@@ -233,8 +240,56 @@ def _width(count: int, least: int) -> int:
     return max(least, len(str(max(count - 1, 0))))
 
 
-def placement_facts(fabric: Fabric) -> dict[str, Any]:
-    """Everything the placement templates print, as plain data (documented in docs/placement.md)."""
+def domain_trays(fabric: Fabric, server: ServerProfile | None = None) -> int:
+    """Nodes (compute trays) of one NVLink domain when the server profile's domain spans several
+    servers (18 for an NVL72 tray of 4 GPUs), else 0. ``server`` defaults to the spec's profile.
+
+    >>> from topo import build_fabric, load_spec
+    >>> domain_trays(build_fabric(load_spec({"gpus": 64})))
+    0
+    >>> domain_trays(build_fabric(load_spec({"gpus": 144, "gpus_per_node": 4, "nics_per_node": 4,
+    ...                                      "server": "gb200-nvl72"})))
+    18
+    """
+    if server is None:
+        from ..hardware.catalog import resolve_server
+        server = resolve_server(fabric.spec)
+    domain = server.nvlink
+    return domain.gpus // fabric.spec.gpus_per_node if domain.multi_node else 0
+
+
+def nvlink_domains(fabric: Fabric, server: ServerProfile | None = None,
+                   order: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """The NVLink domains of a rack-scale profile's nodes, in placement order (none for a profile
+    whose domain is one server): ``index``, ``name`` (``<name>-domainNN``), ``hosts`` (node names),
+    ``nodes`` (their hostlist), ``node_count``, ``nodes_index`` (node indices) and ``about``.
+
+    Domain ``d`` is nodes ``d * trays`` to ``(d + 1) * trays - 1`` of the placement order; a last
+    domain of fewer trays (a GPU count that is not a whole number of racks) is kept, shorter.
+    """
+    trays = domain_trays(fabric, server)
+    if not trays:
+        return []
+    order = placement_order(fabric) if order is None else order
+    names, count = fabric.names, -(-order.size // trays)
+    width = _width(count, 2)
+    domains = []
+    for d in range(count):
+        members = order[d * trays:(d + 1) * trays].tolist()
+        hosts = [names[v] for v in members]
+        name = f"{fabric.spec.name}-domain{d:0{width}d}"
+        domains.append({"index": d, "name": name, "hosts": hosts, "nodes": compress_hostlist(hosts),
+                        "node_count": len(hosts), "nodes_index": members,
+                        "about": f"{name}: NVLink domain of {_count(len(hosts), 'tray')}, {compress_hostlist(hosts)}"})
+    return domains
+
+
+def placement_facts(fabric: Fabric, server: ServerProfile | None = None) -> dict[str, Any]:
+    """Everything the placement templates print, as plain data (documented in docs/placement.md).
+
+    ``server`` is the build's server profile (default: the spec's); a rack-scale one makes the
+    blocks the NVLink domains (:func:`nvlink_domains`).
+    """
     spec, plan = fabric.spec, fabric.plan
     n, gpus = plan.nodes, spec.gpus_per_node
     rail = plan.placement == "rail"
@@ -249,12 +304,17 @@ def placement_facts(fabric: Fabric) -> dict[str, Any]:
     for unit, start, end in zip(units, starts.tolist(), ends.tolist()):
         unit["hosts"] = hosts[start:end]
     edges, crossing = ring_edges(fabric, order)
+    domains = nvlink_domains(fabric, server, order)
+    blocks = domains or units
+    block_nodes = [b["node_count"] for b in blocks]
+    trays = domains[0]["node_count"] if domains else 0
+    unit_term = "scalable unit" if rail else "leaf pair" if plan.homes == 2 else "leaf"
     return {
         "version": __version__,
         "name": spec.name,
         "tiers": plan.tiers,
         "placement": plan.placement,
-        "unit_term": "scalable unit" if rail else "leaf pair" if plan.homes == 2 else "leaf",
+        "unit_term": unit_term,
         "gpus": n * gpus,
         "node_count": n,
         "gpus_per_node": gpus,
@@ -269,8 +329,14 @@ def placement_facts(fabric: Fabric) -> dict[str, Any]:
         "dual_tor": plan.homes == 2,
         "top": top,
         "tree": _tree(units, pods, top, rail),
-        "block_sizes": block_sizes(sizes),
+        "domains": domains,
+        "domain_trays": trays,
+        "domain_gpus": trays * gpus,
+        "blocks": blocks,
+        "block_term": "NVLink domain" if domains else unit_term,
+        "block_sizes": block_sizes(block_nodes),
         "partial_units": [u["name"] for u in units if u["node_count"] < base],
+        "partial_blocks": [b["name"] for b in blocks if b["node_count"] < max(block_nodes)],
         "ring": {"edges": edges, "crossing": crossing, "leaf_local": edges - crossing},
     }
 
@@ -377,11 +443,12 @@ def _tree(units: list[dict[str, Any]], pods: list[dict[str, Any]], top: dict[str
     return tree
 
 
-def placement_files(fabric: Fabric, env: jinja2.Environment | None = None) -> dict[str, str]:
+def placement_files(fabric: Fabric, env: jinja2.Environment | None = None,
+                    server: ServerProfile | None = None) -> dict[str, str]:
     """Every placement file of a build folder, by relative path (see the module docstring).
 
     ``env`` is a Jinja2 environment from :func:`topo.outputs.templating.template_environment` (the packaged
-    templates when None). Same fabric, same bytes.
+    templates when None). ``server`` is the server profile (default: the spec's). Same fabric, same bytes.
 
     Raises
     ------
@@ -399,5 +466,5 @@ def placement_files(fabric: Fabric, env: jinja2.Environment | None = None) -> di
     ['SwitchName=cluster-su00 Nodes=cluster-node[0000-0001]', 'SwitchName=cluster-spines Switches=cluster-su00']
     """
     env = env or template_environment()
-    context = {"p": placement_facts(fabric)}
+    context = {"p": placement_facts(fabric, server)}
     return {path: render_template(env, template, context) for path, template in PLACEMENT_OUTPUTS}

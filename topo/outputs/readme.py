@@ -20,6 +20,8 @@ from .cabling import cabling_line
 from .configs import CONFIG_OUTPUTS
 from .design import spec_and_inputs
 from .exports import EXPORT_OUTPUTS, FULL_DOT_MAX_LINKS
+from .imex import IMEX_OUTPUTS
+from .labels import LABEL_OUTPUTS
 from .nccl import NCCL_OUTPUTS
 from .placement import PLACEMENT_OUTPUTS
 from .report import REPORT_OUTPUTS
@@ -41,7 +43,7 @@ def all_outputs() -> tuple[tuple[str, str, str], ...]:
     """Every templated output of a build: (output path, template, rendered for)."""
     return (README_OUTPUTS + REPORT_OUTPUTS + CONFIG_OUTPUTS
             + tuple((path, template, "the job scheduler and launcher") for path, template in PLACEMENT_OUTPUTS)
-            + NCCL_OUTPUTS + EXPORT_OUTPUTS)
+            + NCCL_OUTPUTS + IMEX_OUTPUTS + LABEL_OUTPUTS + EXPORT_OUTPUTS)
 
 
 def template_sources(user_dirs: Iterable[str | Path] = ()) -> list[dict[str, Any]]:
@@ -79,9 +81,10 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
            user_dirs: Iterable[str | Path] = (), configs: bool = True,
            cabling: "Cabling | None" = None, server: "ServerProfile | None" = None,
            base_dir: str | Path | None = None, warnings: "list[Caveat] | None" = None,
-           report: Iterable[str] = ("report.html", "report.md")) -> str:
+           report: Iterable[str] = ("report.html", "report.md"), rack: Iterable[str] = ()) -> str:
     """The build folder's README.md, from the template ``summary.md.j2``; ``report`` names the
-    design review's files."""
+    design review's files, ``rack`` the files of a rack-scale design (the IMEX node lists,
+    :func:`topo.outputs.imex.imex_files`, and the node labels, :mod:`topo.outputs.labels`)."""
     env = template_environment(user_dirs)
     context = {
         "version": __version__,
@@ -98,5 +101,7 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
         "full_dot": len(fabric.links) <= FULL_DOT_MAX_LINKS,
         "warnings": [w.to_dict() for w in warnings or ()],
         "report_files": list(report),
+        "imex_files": sorted(f for f in rack if f.startswith("imex/")),
+        "label_files": sorted(f for f in rack if f.startswith("kubernetes/")),
     }
     return render_template(env, "summary.md.j2", context)

@@ -27,6 +27,8 @@ from ..outputs.design import core_files
 from ..outputs.exports import export_files
 from ..outputs.manifest import with_manifest
 from ..outputs.nccl import nccl_files
+from ..outputs.imex import imex_files
+from ..outputs.labels import node_label_files
 from ..outputs.placement import placement_files
 from ..outputs.readme import readme
 from ..outputs.report import Review, report_files, review
@@ -169,8 +171,12 @@ def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_d
            config_job: ConfigJob | None) -> Iterator[tuple[str, Any]]:
     env = template_environment(user_dirs)
     yield from core_files(fabric, summary, analysis, cabling, base_dir, warnings).items()
-    yield from placement_files(fabric, env).items()
+    yield from placement_files(fabric, env, server).items()
     yield from nccl_files(fabric, server, analysis, env, base_dir=base_dir).items()
+    imex = imex_files(fabric, server, env)
+    yield from imex.items()
+    labels = node_label_files(fabric, server, env)
+    yield from labels.items()
     yield from cabling_files(fabric, cabling).items()
     yield from export_files(fabric, configs=configs, user_dirs=user_dirs).items()
     report = report_files([reviewed], user_dirs, in_build=True)
@@ -180,7 +186,7 @@ def _files(fabric: Fabric, summary: Summary, analysis: "Analysis | None", user_d
     elif configs:
         yield from config_files(fabric, user_dirs, workers=workers, progress=progress, sink=sink)
     yield "README.md", readme(fabric, summary, analysis, user_dirs, configs, cabling, server, base_dir, warnings,
-                              report)
+                              report, [*imex, *labels])
 
 
 def render_build(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
