@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from ..errors import SpecError, did_you_mean, key_name, quote
 from ..inputs import InputFileError, read_text, shown_path
-from ..spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
+from ..yamlio import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
 from .gpus import Gpu
 from .nvlink import MAX_NVLINK_BW, MAX_NVSWITCH_GENERATION
 from .pcie import GENERIC_PCIE_WIDTHS, LINK_SPEEDS, PCIE_GENERATIONS, pcie_link_for, pcie_mbps
