@@ -64,3 +64,83 @@ def test_an_unknown_profile_is_left_to_its_own_error():
     assert (spec.gpus_per_node, spec.nics_per_node, spec.nic_gbps) == (8, 8, 400)
     with pytest.raises(SpecError, match="unknown server profile 'nosuch'"):
         resolve_server(spec)
+
+
+# --- racks and NVLink domains ----------------------------------------------------------------------
+
+
+def _summary(gpus, spare=0, server="gb300-nvl72"):
+    from topo import build_fabric, summarize
+
+    fields = {"gpus": gpus, "server": server, "switch": "eth-51t-64x800", "spare_trays": spare}
+    return summarize(build_fabric(load_spec(fields))).to_dict()
+
+
+@pytest.mark.parametrize("gpus, spare, racks, installed, last", [
+    (72, 0, 1, 18, 18), (576, 0, 8, 144, 18), (1152, 0, 16, 288, 18),
+    (72, 2, 2, 36, 2), (576, 2, 9, 162, 16), (1152, 2, 18, 324, 16),
+])
+def test_gb300_racks_domains_trays_and_nics(gpus, spare, racks, installed, last):
+    s = _summary(gpus, spare)
+    assert (s["racks"], s["nvlink_domains"]) == (racks, racks)
+    r = s["rack"]
+    assert (r["trays_per_rack"], r["gpus_per_tray"], r["spare_trays"]) == (18, 4, spare)
+    assert (r["gpus_per_rack"], r["trays_in_use"], r["trays_installed"], r["last_rack_trays"]) == \
+        ((18 - spare) * 4, gpus // 4, installed, last)
+    assert (s["nodes"], s["nics_per_node"], s["nic_gbps"], s["links"]["node-leaf"]) == (gpus // 4, 4, 800, gpus)
+
+
+def test_more_spares_never_fewer_racks():
+    racks = [_summary(1152, spare)["racks"] for spare in range(0, 18, 4)]
+    assert racks == sorted(racks) and racks[0] == 16 and racks[-1] == 1152 // 8
+
+
+def test_a_server_without_racks_of_trays_has_no_rack_keys():
+    from topo import build_fabric, summarize
+
+    for fields in ({"gpus": 1024}, {"gpus": 1024, "server": "dgx-b200"}, {"gpus": 1024, "server": "hgx-h100-4nic"}):
+        assert not {"racks", "nvlink_domains", "rack"} & set(summarize(build_fabric(load_spec(fields))).to_dict())
+    assert "spare_trays" not in load_spec({"gpus": 1024}).to_dict()
+    assert load_spec({"gpus": 1152, "server": "gb300-nvl72", "switch": "eth-51t-64x800",
+                      "spare_trays": 2}).to_dict()["spare_trays"] == 2
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"server": "hgx-h100-8nic", "spare_trays": 2},
+     "spare_trays=2: server=hgx-h100-8nic has an NVLink domain of 8 GPUs in one server of 8; spare trays are kept "
+     "by a rack whose NVLink domain spans several trays (gb200-nvl72, gb300-nvl72)"),
+    ({"server": "dgx-b300", "spare_trays": 1, "planes": 2},
+     "spare_trays=1: server=dgx-b300 has an NVLink domain of 8 GPUs in one server of 8; spare trays are kept "
+     "by a rack whose NVLink domain spans several trays (gb200-nvl72, gb300-nvl72)"),
+    ({"server": "gb200-nvl72", "spare_trays": 18},
+     "spare_trays=18 leaves no tray of a rack in the job: server=gb200-nvl72's rack (NVLink domain) has 18 trays "
+     "of 4 GPUs, so at most 17 spare"),
+])
+def test_spare_trays_that_do_not_fit_the_profile_are_one_error(fields, message):
+    from topo.hardware.catalog import resolve_server
+
+    with pytest.raises(SpecError) as exc:
+        resolve_server(load_spec({"gpus": 1152, **fields}))
+    assert exc.value.problems == [message]
+
+
+def test_spare_trays_is_bounded_in_the_spec():
+    with pytest.raises(SpecError, match=r"spare_trays: must be from 0 to 64 \(trays a rack keeps out of the job\), got -1"):
+        load_spec({"gpus": 72, "server": "gb300-nvl72", "spare_trays": -1})
+
+
+def test_the_build_prints_and_writes_the_racks(tmp_path):
+    import json
+
+    from .test_cli import run
+
+    out = tmp_path / "out"
+    result = run("build", "--gpus", "72", "--server", "gb300-nvl72", "--switch", "eth-51t-64x800",
+                 "--spare-trays", "2", "--no-analysis", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert ("racks: 2 of gb300-nvl72 (2 NVLink domains of 72 GPUs), 18 trays of 4 GPUs each: 16 in the job "
+            "(64 GPUs), 2 spare; 36 trays installed; the last rack has 2 of its 16 trays in the job") in result.stdout
+    assert "warning[partial-rack]: the last rack has 2 of its 16 trays in the job" in result.stderr
+    data = json.loads((out / "summary.json").read_text())
+    assert (data["racks"], data["nvlink_domains"]) == (2, 2)
+    assert "partial-rack" in [w["code"] for w in data["warnings"]]

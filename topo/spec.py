@@ -49,6 +49,8 @@ MAX_RADIX = 2048
 MAX_BREAKOUT = 8
 #: GPUs or NICs in one server (an NVL72 rack is 18 servers of 4 GPUs).
 MAX_PER_NODE = 64
+#: Most spare trays a rack may keep (the server profile bounds it by its trays per NVLink domain).
+MAX_SPARE_TRAYS = 64
 #: Fastest link, in Gb/s (a 1.6T port is 1,600).
 MAX_GBPS = 12_800
 #: Most planes a fabric may have (a NIC port of a 1.6T NIC split eight ways is 200G).
@@ -117,6 +119,8 @@ class FabricSpec:
     hostnames: str | None = None
     server: str | None = None
     prices: str | None = None
+    #: trays of each rack (NVLink domain) kept out of the job, for a profile whose domain spans trays
+    spare_trays: int = 0
     #: host names read from a ``hostnames`` CSV file, by node index (None for a pattern)
     hostname_table: tuple[str, ...] | None = field(default=None, repr=False)
     #: the price list ``prices`` names, read and checked (None without one)
@@ -174,6 +178,8 @@ class FabricSpec:
         out["oversubscription"] = format_ratio(self.oversubscription)
         out["spine_oversubscription"] = format_ratio(self.spine_oversubscription)
         del out["hostname_table"], out["price_table"]
+        if not self.spare_trays:
+            del out["spare_trays"]  # as a spec of a server without multi-node NVLink was written before it
         if self.hostname_table is not None:
             out["hostnames"] = HOSTNAMES_CSV  # written beside spec.yaml in a build folder
         if self.price_table is not None:
@@ -585,8 +591,16 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "hostnames": lambda value: None if value is None else _text(value),
     "server": lambda value: None if value is None else _profile(value),
     "prices": lambda value: None if value is None else _text(value),
+    "spare_trays": lambda value: _spare_trays(value),
 }
 assert set(_READERS) == set(FIELDS)
+
+
+def _spare_trays(value: Any) -> int:
+    number = _int(value)
+    if not 0 <= number <= MAX_SPARE_TRAYS:
+        raise ValueError(f"must be from 0 to {MAX_SPARE_TRAYS} (trays a rack keeps out of the job), got {number:,}")
+    return number
 
 
 def _text(value: Any) -> str:

@@ -20,6 +20,7 @@ from .spec import format_ratio
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cabling import Cabling
+    from .hardware.servers import ServerProfile
 
 SWITCH_TIERS = ROLES[1:]
 
@@ -70,6 +71,8 @@ class Summary:
     growth: dict[str, Any] | None = None  #: :func:`topo.sizing.growth`, with ``grow_to``
     dual_tor: dict[str, Any] | None = None  #: :func:`dual_tor_facts`, with ``dual_tor``
     breakouts: tuple[dict[str, Any], ...] = ()  #: :func:`switch_breakouts`: where tiers' port speeds differ
+    #: the racks of a server whose NVLink domain spans trays (:meth:`topo.hardware.racks.RackPlan.to_dict`)
+    rack: dict[str, Any] | None = None
 
     @property
     def switches(self) -> dict[str, int]:
@@ -118,6 +121,8 @@ class Summary:
             "growth": self.growth,
             "dual_tor": self.dual_tor,
             "breakouts": list(self.breakouts),
+            **({"racks": self.rack["racks"], "nvlink_domains": self.rack["nvlink_domains"], "rack": self.rack}
+               if self.rack else {}),  # only for racks of trays: every other summary is as it was
         }
 
 
@@ -155,8 +160,10 @@ def dual_tor_facts(fabric: Fabric, cabling: "Cabling | None" = None) -> dict[str
             "peer_link_cables": peer.cables if peer else 0, "peer_link_pieces": peer.pieces if peer else 0}
 
 
-def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
-    """Summarise a fabric per tier; ``cabling`` is its plan (made here when not given).
+def summarize(fabric: Fabric, cabling: "Cabling | None" = None, server: "ServerProfile | None" = None) -> Summary:
+    """Summarise a fabric per tier; ``cabling`` is its plan (made here when not given); ``server``
+    the spec's profile (when not given, a shipped profile the spec names), whose racks it counts
+    when its NVLink domain spans trays.
 
     Examples
     --------
@@ -206,8 +213,25 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.plane_pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
         tier_rows=tuple(rows), growth=growth(spec), dual_tor=dual_tor_facts(fabric, cabling),
-        breakouts=tuple(switch_breakouts(fabric)),
+        breakouts=tuple(switch_breakouts(fabric)), rack=racks_of(fabric, server),
     )
+
+
+def racks_of(fabric: Fabric, server: "ServerProfile | None" = None) -> dict[str, Any] | None:
+    """The racks of the fabric's servers (:func:`topo.hardware.racks.rack_plan`), None when their
+    NVLink domain is one server's.
+
+    >>> from topo import build_fabric, load_spec
+    >>> racks_of(build_fabric(load_spec({"gpus": 576, "server": "gb200-nvl72"})))["racks"]
+    8
+    """
+    from .hardware.racks import rack_plan
+    from .hardware.shipped import server_profiles
+
+    spec = fabric.spec
+    server = server if server is not None else server_profiles().get(spec.server or "")
+    plan = rack_plan(server, spec.gpus, spec.spare_trays) if server is not None else None
+    return plan.to_dict() if plan is not None else None
 
 
 def switch_breakouts(fabric: Fabric) -> list[dict[str, Any]]:

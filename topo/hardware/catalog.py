@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import SpecError
 from .profiles import generic_profile
+from .racks import spare_tray_problems
 from .servers import ServerProfile
 from .shipped import DATA_FOLDER, data_text, find_profile, gpu_catalog, read_data, server_profiles
 
@@ -68,11 +69,12 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
     shipped = server_profiles()
     value = spec.server
     if value is None:
-        for name in sorted(shipped):
-            p = shipped[name]
-            if p.gpu_model == SHAPE_GPU_MODEL and (p.gpu_count, p.nic_count, p.nic_gbps) == (gpn, npn, gbps):
-                return p
-        return generic_profile(gpn, npn, gbps)
+        shape = next((p for _, p in sorted(shipped.items()) if p.gpu_model == SHAPE_GPU_MODEL
+                      and (p.gpu_count, p.nic_count, p.nic_gbps) == (gpn, npn, gbps)), None)
+        profile = shape or generic_profile(gpn, npn, gbps)
+        if spec.spare_trays:
+            raise SpecError(spare_tray_problems(profile, spec.spare_trays))
+        return profile
     profile = find_profile(value, base_dir)
     if spec.planes > 1 and (profile.nic_count * spec.planes, profile.nic_gbps) == (npn, gbps * spec.planes):
         profile = profile.split_ports(spec.planes) or profile
@@ -81,9 +83,10 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
 
 
 def check_server(profile: ServerProfile, spec: "FabricSpec") -> None:
-    """Raise SpecError when a profile's GPU count, NIC count or NIC speed differs from the spec's."""
+    """Raise SpecError when a profile's GPU count, NIC count or NIC speed differs from the spec's,
+    or its racks cannot keep the spec's ``spare_trays``."""
     gpn, npn, gbps = spec.gpus_per_node, spec.nic_ports, spec.nic_port_gbps  # a NIC port is a device
-    problems = []
+    problems = spare_tray_problems(profile, spec.spare_trays)
     nics = f"nics_per_node={npn}" if spec.planes == 1 else \
         f"nics_per_node={spec.nics_per_node} x planes={spec.planes} = {npn} NIC ports (one RDMA device each)"
     speed = f"nic_gbps={gbps}" if spec.planes == 1 else f"nic_gbps={spec.nic_gbps} / planes={spec.planes} = {gbps}"

@@ -47,7 +47,7 @@ def _cell(value: Any) -> str:
 
 
 def summary_table(summary: Summary) -> str:
-    from .summary import breakout_line, dual_tor_line, switches_line
+    from .summary import breakout_line, dual_tor_line, racks_line, switches_line
 
     s = summary
     kind = ("rail-only" if s.tiers == 1 else "rail-optimized") if s.placement == "rail" else "rack (ToR)"
@@ -64,6 +64,7 @@ def summary_table(summary: Summary) -> str:
         *([breakout_line(s.breakouts)] if s.breakouts else []),
         *([growth_line(s.growth)] if s.growth else []),
         *([dual_tor_line(s.dual_tor)] if s.dual_tor else []),
+        *([racks_line(s.rack)] if s.rack else []),
         "",
     ]
     rows = [
