@@ -144,3 +144,55 @@ def test_the_build_prints_and_writes_the_racks(tmp_path):
     data = json.loads((out / "summary.json").read_text())
     assert (data["racks"], data["nvlink_domains"]) == (2, 2)
     assert "partial-rack" in [w["code"] for w in data["warnings"]]
+
+
+# --- the whole cluster's power ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gpus, spare, racks", [(72, 0, 1), (576, 0, 8), (1152, 0, 16), (72, 2, 2), (576, 2, 9),
+                                                (1152, 2, 18)])
+def test_gb300_compute_power_is_its_racks(gpus, spare, racks):
+    s = _summary(gpus, spare)
+    p = s["power"]
+    assert p["compute_w"] == racks * 140_000
+    assert p["network_w"] > 0
+    assert p["total_w"] == p["compute_w"] + p["network_w"]
+    assert p["compute_of"] == {"profile": "gb300-nvl72", "unit": "rack", "units": racks, "unit_w": 140_000}
+
+
+@pytest.mark.parametrize("server, each", [("dgx-b200", 14_300), ("dgx-b300", 14_500), ("hgx-h200-8nic", 10_200)])
+def test_a_servers_compute_power_is_its_servers(server, each):
+    from topo import build_fabric, summarize
+
+    fields = {"gpus": 1024, "server": server, "switch": "eth-51t-128x400"}
+    if server == "dgx-b300":
+        fields["planes"] = 2
+    s = summarize(build_fabric(load_spec(fields))).to_dict()
+    assert s["power"]["compute_w"] == 128 * each and s["power"]["compute_of"]["unit"] == "server"
+    assert "racks" not in s
+
+
+def test_the_profiles_without_a_power_figure_keep_their_summary():
+    from topo import build_fabric, summarize
+    from topo.hardware.catalog import server_profiles
+
+    assert [n for n, p in server_profiles().items() if p.power_w is None] == ["hgx-h100-8nic", "hgx-h100-4nic"]
+    for fields in ({"gpus": 1024}, {"gpus": 1024, "server": "hgx-h100-4nic"}):
+        assert "power" not in summarize(build_fabric(load_spec(fields))).to_dict()
+
+
+def test_an_unknown_network_power_leaves_the_total_unknown():
+    from topo import build_fabric, summarize
+
+    s = summarize(build_fabric(load_spec({"gpus": 576, "server": "gb200-nvl72", "radix": 48}))).to_dict()
+    assert s["power"]["compute_w"] == 8 * 120_000 and s["power"]["total_w"] is None
+
+
+def test_the_build_prints_the_power_line(tmp_path):
+    from .test_cli import run
+
+    result = run("build", "--gpus", "1152", "--server", "gb300-nvl72", "--switch", "eth-51t-64x800", "--spare-trays",
+                 "2", "--no-analysis", "--no-configs", "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert ("power: 2,686,880 W in all: compute 2,520,000 W (18 racks of gb300-nvl72 at 140,000 W), network "
+            "166,880 W") in result.stdout.splitlines()

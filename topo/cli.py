@@ -429,7 +429,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
       topo build --gpus 16384 --tiers 3 --placement rack --force
     """
     from .outputs.cabling import cabling_line
-    from .outputs.terminal import headline, headline_lines, summary_table
+    from .outputs.terminal import headline, headline_lines, power_lines, summary_table
     from .pipeline.build import build as run_build
 
     _check_discard(force, discard_edits)
@@ -445,7 +445,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
     if made.analysis is not None:
         data["analysis"] = headline(made.analysis)
     lines = headline_lines(made.analysis) if made.analysis is not None else []
-    lines.append(cabling_line(made.cabling))
+    lines += [cabling_line(made.cabling), *power_lines(made.summary)]
     emit(data, fmt, lambda: "\n".join([summary_table(made.summary), "", *lines]).rstrip())
 
 

@@ -73,6 +73,8 @@ class Summary:
     breakouts: tuple[dict[str, Any], ...] = ()  #: :func:`switch_breakouts`: where tiers' port speeds differ
     #: the racks of a server whose NVLink domain spans trays (:meth:`topo.hardware.racks.RackPlan.to_dict`)
     rack: dict[str, Any] | None = None
+    #: the whole cluster's power, for a server profile with a power figure (:func:`cluster_power`)
+    power: dict[str, Any] | None = None
 
     @property
     def switches(self) -> dict[str, int]:
@@ -123,6 +125,7 @@ class Summary:
             "breakouts": list(self.breakouts),
             **({"racks": self.rack["racks"], "nvlink_domains": self.rack["nvlink_domains"], "rack": self.rack}
                if self.rack else {}),  # only for racks of trays: every other summary is as it was
+            **({"power": self.power} if self.power else {}),  # only for a profile with a power figure
         }
 
 
@@ -214,7 +217,39 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None, server: "ServerP
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
         tier_rows=tuple(rows), growth=growth(spec), dual_tor=dual_tor_facts(fabric, cabling),
         breakouts=tuple(switch_breakouts(fabric)), rack=racks_of(fabric, server),
+        power=cluster_power(fabric, cabling, server),
     )
+
+
+def _profile(fabric: Fabric, server: "ServerProfile | None") -> "ServerProfile | None":
+    """``server``, else the shipped profile the spec names (None for a file or no name)."""
+    from .hardware.shipped import server_profiles
+
+    return server if server is not None else server_profiles().get(fabric.spec.server or "")
+
+
+def cluster_power(fabric: Fabric, cabling: "Cabling", server: "ServerProfile | None" = None) -> dict[str, Any] | None:
+    """The whole cluster's power: ``compute_w`` (a rack's ``power_w`` for each rack of trays, spares
+    and all, else a server's for each server), ``network_w`` (the cabling plan's: switches and
+    optics; None when a switch's power is unknown) and ``total_w``; None when the server profile
+    has no power figure (the HGX H100 profiles, a generic or a user's profile without ``power_w``).
+
+    >>> from topo import build_fabric, load_spec
+    >>> from topo.cabling import plan_cabling
+    >>> f = build_fabric(load_spec({"gpus": 1024, "server": "dgx-b200", "switch": "eth-25t-64x400"}))
+    >>> cluster_power(f, plan_cabling(f))["compute_w"]
+    1830400
+    """
+    profile = _profile(fabric, server)
+    if profile is None or profile.power_w is None:
+        return None
+    rack = racks_of(fabric, profile)
+    units, unit = (rack["racks"], "rack") if rack else (fabric.plan.nodes, "server")
+    compute = units * profile.power_w
+    network = cabling.power_w["total"]
+    return {"compute_w": compute, "network_w": network,
+            "total_w": None if network is None else round(compute + network, 3),
+            "compute_of": {"profile": profile.name, "unit": unit, "units": units, "unit_w": profile.power_w}}
 
 
 def racks_of(fabric: Fabric, server: "ServerProfile | None" = None) -> dict[str, Any] | None:
@@ -226,10 +261,9 @@ def racks_of(fabric: Fabric, server: "ServerProfile | None" = None) -> dict[str,
     8
     """
     from .hardware.racks import rack_plan
-    from .hardware.shipped import server_profiles
 
     spec = fabric.spec
-    server = server if server is not None else server_profiles().get(spec.server or "")
+    server = _profile(fabric, server)
     plan = rack_plan(server, spec.gpus, spec.spare_trays) if server is not None else None
     return plan.to_dict() if plan is not None else None
 

@@ -48,6 +48,21 @@ def breakout_line(breakouts: list[dict[str, Any]] | tuple[dict[str, Any], ...]) 
                                        f"{b['tier']} port broken out into {b['lanes']}" for b in breakouts)
 
 
+def power_line(power: dict[str, Any]) -> str:
+    """The summary's line on the whole cluster's power, from a summary's ``power`` facts.
+
+    >>> power_line({"compute_w": 2240000, "network_w": 166880.0, "total_w": 2406880.0,
+    ...             "compute_of": {"profile": "gb300-nvl72", "unit": "rack", "units": 16, "unit_w": 140000}})
+    'power: 2,406,880 W in all: compute 2,240,000 W (16 racks of gb300-nvl72 at 140,000 W), network 166,880 W'
+    """
+    of = power["compute_of"]
+    units = f"{of['units']:,} {of['unit']}" + ("" if of["units"] == 1 else "s")
+    compute = f"compute {power['compute_w']:,.0f} W ({units} of {of['profile']} at {of['unit_w']:,} W)"
+    if power["total_w"] is None:
+        return f"power: {compute}; network unknown (no switch model or switch_watts)"
+    return f"power: {power['total_w']:,.0f} W in all: {compute}, network {power['network_w']:,.0f} W"
+
+
 def racks_line(rack: dict[str, Any]) -> str:
     """The summary's line on the racks (NVLink domains) of trays, from a summary's ``rack`` facts.
 

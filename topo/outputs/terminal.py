@@ -77,6 +77,13 @@ def summary_table(summary: Summary) -> str:
     return "\n".join(head) + "\n" + format_table(headers, rows)
 
 
+def power_lines(summary: Summary) -> list[str]:
+    """The build's line on the whole cluster's power, when its server profile has a power figure."""
+    from .summary import power_line
+
+    return [power_line(summary.power)] if summary.power else []
+
+
 def growth_line(g: dict[str, Any]) -> str:
     """``growth: cabled for 1,024 GPUs (32 leaves, 16 spines); ...``"""
     f, r = g["final"], g["reserved_ports"]
