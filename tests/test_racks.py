@@ -196,3 +196,17 @@ def test_the_build_prints_the_power_line(tmp_path):
     assert result.exit_code == 0, result.output
     assert ("power: 2,686,880 W in all: compute 2,520,000 W (18 racks of gb300-nvl72 at 140,000 W), network "
             "166,880 W") in result.stdout.splitlines()
+
+
+def test_the_design_review_has_the_racks_and_the_cluster_power(tmp_path):
+    from .test_cli import run
+
+    out = tmp_path / "out"
+    result = run("build", "--gpus", "576", "--server", "gb300-nvl72", "--switch", "eth-51t-64x800", "--spare-trays", "2",
+                 "--no-configs", "-q", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text()
+    assert ("- racks: 9 of gb300-nvl72 (9 NVLink domains of 72 GPUs), 18 trays of 4 GPUs each: 16 in the job "
+            "(64 GPUs), 2 spare; 162 trays installed") in report
+    assert ("- cluster power: 1,347,840 W in all: compute 1,260,000 W (9 racks of gb300-nvl72 at 140,000 W), "
+            "network 87,840 W") in report
