@@ -39,6 +39,7 @@ def codes(spec: dict, analysis_options: AnalysisOptions | None = None, configs: 
     ({"gpus": 1024}, AnalysisOptions(sizes=(1 << 30,), hash_polarized=True), "hash-polarization"),
     ({"gpus": 64, "gpus_per_node": 4, "nics_per_node": 4, "nic_gbps": 200}, None, "assumed-node-model"),
     ({"gpus": 288, "gpus_per_node": 4, "nics_per_node": 4, "server": "gb200-nvl72"}, None, "multi-node-nvlink"),
+    ({"gpus": 72, "server": "gb200-nvl72", "spare_trays": 2}, None, "partial-rack"),
     ({"gpus": 512, "switch": "ndr-64x400", "oversubscription": "33:31"}, None, "cabling"),
     ({"gpus": 1024}, None, "no-switch-model"),
     ({"gpus": 1024}, None, "no-sonic-platform"),

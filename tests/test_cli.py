@@ -175,7 +175,7 @@ ERROR_CASES = {
     "unknown-switch-model": ([], "gpus: 1024\nswitch: ndr-64x40\n"),
     "loopback-pool-too-small": (["--gpus", "1024", "--loopback-pool", "10.0.0.0/28"], None),
     "address-pools-overlap": (["--gpus", "1024", "--p2p-pool", "10.0.0.0/8"], None),
-    "server-profile-does-not-match": (["--gpus", "1024", "--server", "hgx-h100-4nic"], None),
+    "server-profile-does-not-match": (["--gpus", "1024", "--server", "hgx-h100-4nic", "--nics-per-node", "8"], None),
     "unknown-server-profile": (["--gpus", "1024", "--server", "hgx-h100-8nc"], None),
     "duplicate-host-names": ([], "gpus: 16\nhostnames: gpu\n"),
     "host-name-pattern-invalid": (["--gpus", "16", "--hostnames", "gpu_{node}"], None),

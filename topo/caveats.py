@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "placeholder-server-profile": "the NCCL topology files describe a generic server",
     "assumed-node-model": "the all-reduce model assumes parts of the server",
     "multi-node-nvlink": "the NVLink domain spans servers, the model prices one server's GPUs of it",
+    "partial-rack": "the last rack (NVLink domain) has fewer trays in the job than the others",
     "nccl-xml-elements": "the NCCL topology file is near NCCL's element limit",
     "infiniband-no-configs": "an InfiniBand switch model gets no switch configs",
     "no-switch-model": "no switch model: power and buffers are not a real switch's",

@@ -110,9 +110,9 @@ class Progress(StageLines):
 SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("name", "--name", {"help": "Fabric name, the prefix of switch and host names [cluster]."}),
     ("gpus", "--gpus", {"metavar": "N", "help": "GPUs to connect, e.g. 1024 or 16k (k = 1,024) (required here or in the spec file)."}),
-    ("gpus_per_node", "--gpus-per-node", {"type": INT, "help": "GPUs per server [8]."}),
-    ("nics_per_node", "--nics-per-node", {"type": INT, "help": "NICs (rails) per server [one per GPU]."}),
-    ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [400]."}),
+    ("gpus_per_node", "--gpus-per-node", {"type": INT, "help": "GPUs per server [the --server profile's, else 8]."}),
+    ("nics_per_node", "--nics-per-node", {"type": INT, "help": "NICs (rails) per server [the --server profile's, else one per GPU]."}),
+    ("nic_gbps", "--nic-gbps", {"metavar": "GBPS", "help": "NIC speed in Gb/s: 400, 400G or 1.6T [the --server profile's, else 400]."}),
     ("planes", "--planes", {"type": INT, "metavar": "N", "help": "Planes: each NIC has N ports of nic-gbps/N, port p into plane p, and no link joins two planes [1]."}),
     ("dual_tor", "--dual-tor/--single-tor", {"default": None, "help": "Cable each NIC to two leaves of a leaf pair (an MCLAG pair), bonded, half its speed to each, so a lost link or leaf halves it instead of cutting it [single]."}),
     ("switch", "--switch", {"help": "Switch model from the catalogue (see 'topo switches'); sets radix and port speed."}),
@@ -146,6 +146,7 @@ SPEC_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ("cable_leaf_spine_m", "--cable-leaf-spine-m", {"type": FLOAT, "help": "Leaf-to-spine cable length [50 m]."}),
     ("cable_spine_core_m", "--cable-spine-core-m", {"type": FLOAT, "help": "Spine-to-core cable length [100 m]."}),
     ("server", "--server", {"metavar": "PROFILE|YAML", "help": "Server profile for NCCL topology files: a name from 'topo servers' or a YAML file [one matching GPUs and NICs per node]."}),
+    ("spare_trays", "--spare-trays", {"type": INT, "metavar": "N", "help": "Trays each rack (NVLink domain of --server) keeps out of the job: racks hold gpus / ((trays - N) x GPUs a tray) [0]."}),
     ("prices", "--prices", {"metavar": "YAML", "help": "Price list for the bill of materials' cost (examples/prices/) [none]."}),
     ("hostnames", "--hostnames", {"metavar": "PATTERN|CSV", "help": "Server host names: a pattern such as 'gpu{number:04d}' ({node} from 0, {number} from 1, {name}) or a CSV file node,hostname [NAME-node0000]."}),
 ]
@@ -428,7 +429,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
       topo build --gpus 16384 --tiers 3 --placement rack --force
     """
     from .outputs.cabling import cabling_line
-    from .outputs.terminal import headline, headline_lines, summary_table
+    from .outputs.terminal import headline, headline_lines, power_lines, summary_table
     from .pipeline.build import build as run_build
 
     _check_discard(force, discard_edits)
@@ -444,7 +445,7 @@ def build(spec_file: Path | None, output: Path | None, force: bool, discard_edit
     if made.analysis is not None:
         data["analysis"] = headline(made.analysis)
     lines = headline_lines(made.analysis) if made.analysis is not None else []
-    lines.append(cabling_line(made.cabling))
+    lines += [cabling_line(made.cabling), *power_lines(made.summary)]
     emit(data, fmt, lambda: "\n".join([summary_table(made.summary), "", *lines]).rstrip())
 
 

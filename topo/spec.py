@@ -23,6 +23,7 @@ import yaml
 from .catalog import platform_catalog, switch_catalog
 from .errors import SpecError, did_you_mean, key_name, quote
 from .inputs import MAX_TABLE_BYTES, InputFileError, ascii_digits, parse_error, problem_kind, read_text, shown_path
+from .yamlio import parse_yaml
 
 #: Values of ``tiers``.
 TIERS = ("auto", 1, 2, 3)
@@ -48,6 +49,8 @@ MAX_RADIX = 2048
 MAX_BREAKOUT = 8
 #: GPUs or NICs in one server (an NVL72 rack is 18 servers of 4 GPUs).
 MAX_PER_NODE = 64
+#: Most spare trays a rack may keep (the server profile bounds it by its trays per NVLink domain).
+MAX_SPARE_TRAYS = 64
 #: Fastest link, in Gb/s (a 1.6T port is 1,600).
 MAX_GBPS = 12_800
 #: Most planes a fabric may have (a NIC port of a 1.6T NIC split eight ways is 200G).
@@ -116,6 +119,8 @@ class FabricSpec:
     hostnames: str | None = None
     server: str | None = None
     prices: str | None = None
+    #: trays of each rack (NVLink domain) kept out of the job, for a profile whose domain spans trays
+    spare_trays: int = 0
     #: host names read from a ``hostnames`` CSV file, by node index (None for a pattern)
     hostname_table: tuple[str, ...] | None = field(default=None, repr=False)
     #: the price list ``prices`` names, read and checked (None without one)
@@ -173,6 +178,8 @@ class FabricSpec:
         out["oversubscription"] = format_ratio(self.oversubscription)
         out["spine_oversubscription"] = format_ratio(self.spine_oversubscription)
         del out["hostname_table"], out["price_table"]
+        if not self.spare_trays:
+            del out["spare_trays"]  # as a spec of a server without multi-node NVLink was written before it
         if self.hostname_table is not None:
             out["hostnames"] = HOSTNAMES_CSV  # written beside spec.yaml in a build folder
         if self.price_table is not None:
@@ -228,6 +235,7 @@ def tier_switch(spec: FabricSpec, tier: int) -> TierSwitch:
 
 #: Field names, in the order they are documented and written.
 FIELDS = tuple(f.name for f in fields(FabricSpec) if f.name not in ("hostname_table", "price_table"))
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(FabricSpec)}
 #: File name of a host-name table in a build folder.
 HOSTNAMES_CSV = "hostnames.csv"
 #: The price list's copy in a build folder (spec.yaml names it).
@@ -583,8 +591,16 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "hostnames": lambda value: None if value is None else _text(value),
     "server": lambda value: None if value is None else _profile(value),
     "prices": lambda value: None if value is None else _text(value),
+    "spare_trays": lambda value: _spare_trays(value),
 }
 assert set(_READERS) == set(FIELDS)
+
+
+def _spare_trays(value: Any) -> int:
+    number = _int(value)
+    if not 0 <= number <= MAX_SPARE_TRAYS:
+        raise ValueError(f"must be from 0 to {MAX_SPARE_TRAYS} (trays a rack keeps out of the job), got {number:,}")
+    return number
 
 
 def _text(value: Any) -> str:
@@ -709,77 +725,6 @@ def node_names(spec: "FabricSpec") -> list[str]:
         return list(spec.hostname_table)
     pattern = spec.hostnames or default_hostname(spec.name, spec.nodes)
     return hostnames_from_pattern(pattern, spec.name, spec.nodes)
-
-
-class _TopoProblem(yaml.constructor.ConstructorError):
-    """A problem topo found in YAML, whose message quotes values only through ``quote``."""
-
-    topo_message = True
-
-
-class _SpecLoader(yaml.SafeLoader):
-    """YAML 1.1 safe loader without base-60 numbers, so ``oversubscription: 3:1`` stays "3:1".
-
-    Stricter than YAML 1.1 where it would read something else than what was meant: a key given
-    twice in one mapping is an error (not "the last one wins"), and so is a number with a leading
-    zero (YAML 1.1 reads ``0200`` as octal 128); integers are decimal only (``0x400`` is text).
-    """
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                first = seen.get(key)
-            except TypeError:
-                continue  # an unhashable key: the base class reports it
-            if first is not None:
-                raise _TopoProblem(
-                    None, None, f"key {quote(key)} is given twice (first on line {first.line + 1})",
-                    key_node.start_mark)
-            seen[key] = key_node.start_mark
-        return super().construct_mapping(node, deep=deep)
-
-
-_LEADING_ZERO = "tag:topo,2026:leading-zero-number"
-
-
-def _refuse_leading_zero(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    value = loader.construct_scalar(node)
-    raise _TopoProblem(
-        None, None, f"{value if len(value) <= 20 else quote(value)} has a leading zero, which YAML 1.1 reads as octal; write it in decimal "
-                    f"without the zero (or quote it if it is text)", node.start_mark)
-
-
-_SpecLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers
-            if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_SpecLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:int",
-    re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$"),  # decimal only: 0x10 and 0b10 stay text
-    list("-+0123456789"),
-)
-_SpecLoader.add_implicit_resolver(_LEADING_ZERO, re.compile(r"^[-+]?0[0-9_]+$"), list("-+0"))
-_SpecLoader.add_constructor(_LEADING_ZERO, _refuse_leading_zero)
-_SpecLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?"
-               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
-    list("-+0123456789."),
-)
-
-
-def parse_yaml(text: str, where: str) -> Any:
-    """YAML text as data (without base-60 numbers), or SpecError ``"<where>: malformed YAML at line
-    L, column C: <problem>"``, which never quotes the text (:func:`topo.inputs.parse_error`)."""
-    try:
-        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
-    except (RecursionError, ValueError, yaml.YAMLError) as exc:  # ValueError: a number too long for int
-        raise SpecError([parse_error(exc, where)]) from None
 
 
 #: Most values (scalars, lists and mappings, each alias counted as what it stands for) that a file
@@ -915,6 +860,7 @@ def load_spec(
     if "gpus" not in merged:
         problems.append("gpus: required (how many GPUs the fabric connects), e.g. gpus: 1024")
 
+    _merge_server_shape(values, merged, overrides or {}, base_dir, notes)
     _merge_switch_model(values, merged, problems)
     if values.get("switch") is None:
         _leaf_geometry(values, merged, problems)
@@ -984,6 +930,36 @@ def hostnames_file(given: str, from_flag: bool, base_dir: str | Path | None) -> 
     if not path.is_absolute() and not from_flag and base_dir is not None:
         path = Path(base_dir) / path
     return path
+
+
+#: The node shape a server profile sets when the spec does not give it: field -> the profile's value.
+SERVER_SHAPE_FIELDS = {"gpus_per_node": "gpu_count", "nics_per_node": "nic_count", "nic_gbps": "nic_gbps"}
+
+
+def _merge_server_shape(values: dict[str, Any], given: Mapping[str, Any], overrides: Mapping[str, Any],
+                        base_dir: str | Path | None, notes: list[str] | None) -> None:
+    """Take GPUs and NICs per node and the NIC speed from the ``server`` profile where the spec
+    does not give them (a NIC's whole speed: with ``planes`` it is split into one port per plane).
+    A value given that contradicts the profile is refused later, by the profile's check; a profile
+    that cannot be read is reported there too (nothing is taken from it here)."""
+    from .hardware.shipped import find_profile  # the catalogue reads YAML through topo.yamlio, not this module
+
+    server = values.get("server")
+    if server is None or all(given.get(f) is not None for f in SERVER_SHAPE_FIELDS):
+        return
+    from_flag = overrides.get("server") is not None  # a path the spec file names is relative to its folder
+    try:
+        profile = find_profile(server, None if from_flag else base_dir)
+    except SpecError:
+        return
+    taken = []
+    for name, attribute in SERVER_SHAPE_FIELDS.items():
+        if given.get(name) is None:
+            values[name] = getattr(profile, attribute)
+            if values[name] != _FIELD_DEFAULTS[name]:
+                taken.append(f"{name}={values[name]}")
+    if taken and notes is not None:
+        notes.append(f"server={profile.name}: {', '.join(taken)} from the profile")
 
 
 def _merge_switch_model(values: dict[str, Any], given: Mapping[str, Any], problems: list[str]) -> None:

@@ -20,6 +20,7 @@ from .spec import format_ratio
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cabling import Cabling
+    from .hardware.servers import ServerProfile
 
 SWITCH_TIERS = ROLES[1:]
 
@@ -70,6 +71,10 @@ class Summary:
     growth: dict[str, Any] | None = None  #: :func:`topo.sizing.growth`, with ``grow_to``
     dual_tor: dict[str, Any] | None = None  #: :func:`dual_tor_facts`, with ``dual_tor``
     breakouts: tuple[dict[str, Any], ...] = ()  #: :func:`switch_breakouts`: where tiers' port speeds differ
+    #: the racks of a server whose NVLink domain spans trays (:meth:`topo.hardware.racks.RackPlan.to_dict`)
+    rack: dict[str, Any] | None = None
+    #: the whole cluster's power, for a server profile with a power figure (:func:`cluster_power`)
+    power: dict[str, Any] | None = None
 
     @property
     def switches(self) -> dict[str, int]:
@@ -118,6 +123,9 @@ class Summary:
             "growth": self.growth,
             "dual_tor": self.dual_tor,
             "breakouts": list(self.breakouts),
+            **({"racks": self.rack["racks"], "nvlink_domains": self.rack["nvlink_domains"], "rack": self.rack}
+               if self.rack else {}),  # only for racks of trays: every other summary is as it was
+            **({"power": self.power} if self.power else {}),  # only for a profile with a power figure
         }
 
 
@@ -155,8 +163,10 @@ def dual_tor_facts(fabric: Fabric, cabling: "Cabling | None" = None) -> dict[str
             "peer_link_cables": peer.cables if peer else 0, "peer_link_pieces": peer.pieces if peer else 0}
 
 
-def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
-    """Summarise a fabric per tier; ``cabling`` is its plan (made here when not given).
+def summarize(fabric: Fabric, cabling: "Cabling | None" = None, server: "ServerProfile | None" = None) -> Summary:
+    """Summarise a fabric per tier; ``cabling`` is its plan (made here when not given); ``server``
+    the spec's profile (when not given, a shipped profile the spec names), whose racks it counts
+    when its NVLink domain spans trays.
 
     Examples
     --------
@@ -206,8 +216,56 @@ def summarize(fabric: Fabric, cabling: "Cabling | None" = None) -> Summary:
         scalable_units=plan.sus, su_nodes=plan.su_nodes, pods=plan.plane_pods,
         leaf_spine_parallel=plan.leaf_spine_links, spine_core_parallel=plan.spine_core_links,
         tier_rows=tuple(rows), growth=growth(spec), dual_tor=dual_tor_facts(fabric, cabling),
-        breakouts=tuple(switch_breakouts(fabric)),
+        breakouts=tuple(switch_breakouts(fabric)), rack=racks_of(fabric, server),
+        power=cluster_power(fabric, cabling, server),
     )
+
+
+def _profile(fabric: Fabric, server: "ServerProfile | None") -> "ServerProfile | None":
+    """``server``, else the shipped profile the spec names (None for a file or no name)."""
+    from .hardware.shipped import server_profiles
+
+    return server if server is not None else server_profiles().get(fabric.spec.server or "")
+
+
+def cluster_power(fabric: Fabric, cabling: "Cabling", server: "ServerProfile | None" = None) -> dict[str, Any] | None:
+    """The whole cluster's power: ``compute_w`` (a rack's ``power_w`` for each rack of trays, spares
+    and all, else a server's for each server), ``network_w`` (the cabling plan's: switches and
+    optics; None when a switch's power is unknown) and ``total_w``; None when the server profile
+    has no power figure (the HGX H100 profiles, a generic or a user's profile without ``power_w``).
+
+    >>> from topo import build_fabric, load_spec
+    >>> from topo.cabling import plan_cabling
+    >>> f = build_fabric(load_spec({"gpus": 1024, "server": "dgx-b200", "switch": "eth-25t-64x400"}))
+    >>> cluster_power(f, plan_cabling(f))["compute_w"]
+    1830400
+    """
+    profile = _profile(fabric, server)
+    if profile is None or profile.power_w is None:
+        return None
+    rack = racks_of(fabric, profile)
+    units, unit = (rack["racks"], "rack") if rack else (fabric.plan.nodes, "server")
+    compute = units * profile.power_w
+    network = cabling.power_w["total"]
+    return {"compute_w": compute, "network_w": network,
+            "total_w": None if network is None else round(compute + network, 3),
+            "compute_of": {"profile": profile.name, "unit": unit, "units": units, "unit_w": profile.power_w}}
+
+
+def racks_of(fabric: Fabric, server: "ServerProfile | None" = None) -> dict[str, Any] | None:
+    """The racks of the fabric's servers (:func:`topo.hardware.racks.rack_plan`), None when their
+    NVLink domain is one server's.
+
+    >>> from topo import build_fabric, load_spec
+    >>> racks_of(build_fabric(load_spec({"gpus": 576, "server": "gb200-nvl72"})))["racks"]
+    8
+    """
+    from .hardware.racks import rack_plan
+
+    spec = fabric.spec
+    server = _profile(fabric, server)
+    plan = rack_plan(server, spec.gpus, spec.spare_trays) if server is not None else None
+    return plan.to_dict() if plan is not None else None
 
 
 def switch_breakouts(fabric: Fabric) -> list[dict[str, Any]]:

@@ -19,10 +19,17 @@ One class per concept, in the order they build on each other:
 ``profiles``
     the reader of a profile's YAML (a user's ``--server FILE``, and the shipped ones), which checks
     and bounds every value, and :func:`~.profiles.generic_profile` (a profile from counts alone).
-``catalog``
+``racks``
+    :class:`~.racks.RackPlan`, the racks (NVLink domains) of a profile whose domain spans several
+    trays (an NVL72 rack of 18), with the trays each keeps spare (``spare_trays``).
+``shipped``
     the one loader of the data files ``topo/data/hardware/gpus.yaml`` and ``servers.yaml``
-    (:func:`~.catalog.gpu_catalog`, :func:`~.catalog.server_profiles`), and
-    :func:`~.catalog.resolve_server`, the profile of a spec. docs/nccl.md says how to add a server
+    (:func:`~.shipped.gpu_catalog`, :func:`~.shipped.server_profiles`) and
+    :func:`~.shipped.find_profile` (a profile by name or path), which the spec reads a node shape
+    from; they import nothing of the spec.
+``catalog``
+    the catalogue's public face: the loaders above, and :func:`~.catalog.resolve_server`, the
+    profile of a spec. docs/nccl.md says how to add a server
     profile, docs/train.md how to add a GPU.
 
 This is part of the design stage: modules here import each other and ``topo.errors``,

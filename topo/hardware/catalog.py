@@ -17,72 +17,26 @@ shipped one by name, a user's file by path, or one chosen from the node shape.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..errors import SpecError, did_you_mean, quote
-from ..spec import parse_yaml
-from .gpus import Gpu
-from .profiles import generic_profile, load_server_profile, profile_from_dict
+from ..errors import SpecError
+from .profiles import generic_profile
+from .racks import spare_tray_problems
 from .servers import ServerProfile
+from .shipped import DATA_FOLDER, data_text, find_profile, gpu_catalog, read_data, server_profiles
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..spec import FabricSpec
 
-#: Folder of the hardware data files, in the package ``topo.data``.
-DATA_FOLDER = "hardware"
+__all__ = ["DATA_FOLDER", "SHAPE_GPU_MODEL", "check_server", "data_text", "gpu_catalog", "read_data",
+           "resolve_server", "server_profiles"]
+
 #: The GPU model of the shipped profiles a spec without ``server`` may be given by its node shape
 #: (the GPU ``topo train`` takes by default): the other shipped profiles are taken by name only, so
 #: that a design that names no server is analysed as it always was.
 SHAPE_GPU_MODEL = "h100"
-
-
-def data_text(name: str) -> str:
-    """The text of one data file of the catalogue, ``topo/data/hardware/<name>``."""
-    return resources.files("topo.data").joinpath(DATA_FOLDER).joinpath(name).read_text(encoding="utf-8")
-
-
-def read_data(name: str, what: str) -> Any:
-    """One data file of the catalogue as data (YAML without base-60 numbers: a bus id stays text);
-    SpecError naming ``what`` if it is malformed."""
-    return parse_yaml(data_text(name), what)
-
-
-@lru_cache(maxsize=1)
-def gpu_catalog() -> dict[str, Gpu]:
-    """The GPUs shipped with topo, by name.
-
-    >>> gpu_catalog()["h100"].sm, gpu_catalog()["gb200"].nvlink.multi_node
-    (90, True)
-    """
-    raw = read_data("gpus.yaml", "shipped GPU catalogue")
-    return {name: Gpu(name=name, **entry) for name, entry in raw.items()}
-
-
-@lru_cache(maxsize=1)
-def server_profiles() -> dict[str, ServerProfile]:
-    """The server profiles shipped with topo, by name (read and checked once), each with its GPU model.
-
-    >>> server_profiles()["hgx-h100-4nic"].gpu_model, server_profiles()["gb300-nvl72"].nvlink.gpus
-    ('h100', 72)
-    """
-    raw = read_data("servers.yaml", "shipped server profiles")
-    models = gpu_catalog()
-    return {name: profile_from_dict(name, body, "shipped", models) for name, body in raw.items()}
-
-
-def _is_file(path: Path) -> bool:
-    """Whether ``path`` names a file; False for a name the system refuses (too long, a NUL byte)."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def _is_path(value: str) -> bool:
-    return value.lower().endswith((".yaml", ".yml")) or "/" in value or "\\" in value
 
 
 def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> ServerProfile:
@@ -115,22 +69,13 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
     shipped = server_profiles()
     value = spec.server
     if value is None:
-        for name in sorted(shipped):
-            p = shipped[name]
-            if p.gpu_model == SHAPE_GPU_MODEL and (p.gpu_count, p.nic_count, p.nic_gbps) == (gpn, npn, gbps):
-                return p
-        return generic_profile(gpn, npn, gbps)
-    if value in shipped:
-        profile = shipped[value]
-    elif _is_path(value) or _is_file(Path(base_dir or ".") / value):
-        path = Path(value)
-        if not path.is_absolute() and base_dir is not None:
-            path = Path(base_dir) / path
-        profile = load_server_profile(path, gpu_catalog())
-    else:
-        known = ", ".join(sorted(shipped))
-        raise SpecError([f"server: unknown server profile {quote(value)}{did_you_mean(value, shipped)}; "
-                         f"known: {known}, or the path of a YAML profile (docs/nccl.md)"])
+        shape = next((p for _, p in sorted(shipped.items()) if p.gpu_model == SHAPE_GPU_MODEL
+                      and (p.gpu_count, p.nic_count, p.nic_gbps) == (gpn, npn, gbps)), None)
+        profile = shape or generic_profile(gpn, npn, gbps)
+        if spec.spare_trays:
+            raise SpecError(spare_tray_problems(profile, spec.spare_trays))
+        return profile
+    profile = find_profile(value, base_dir)
     if spec.planes > 1 and (profile.nic_count * spec.planes, profile.nic_gbps) == (npn, gbps * spec.planes):
         profile = profile.split_ports(spec.planes) or profile
     check_server(profile, spec)
@@ -138,9 +83,10 @@ def resolve_server(spec: "FabricSpec", base_dir: str | Path | None = None) -> Se
 
 
 def check_server(profile: ServerProfile, spec: "FabricSpec") -> None:
-    """Raise SpecError when a profile's GPU count, NIC count or NIC speed differs from the spec's."""
+    """Raise SpecError when a profile's GPU count, NIC count or NIC speed differs from the spec's,
+    or its racks cannot keep the spec's ``spare_trays``."""
     gpn, npn, gbps = spec.gpus_per_node, spec.nic_ports, spec.nic_port_gbps  # a NIC port is a device
-    problems = []
+    problems = spare_tray_problems(profile, spec.spare_trays)
     nics = f"nics_per_node={npn}" if spec.planes == 1 else \
         f"nics_per_node={spec.nics_per_node} x planes={spec.planes} = {npn} NIC ports (one RDMA device each)"
     speed = f"nic_gbps={gbps}" if spec.planes == 1 else f"nic_gbps={spec.nic_gbps} / planes={spec.planes} = {gbps}"

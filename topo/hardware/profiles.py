@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from ..errors import SpecError, did_you_mean, key_name, quote
 from ..inputs import InputFileError, read_text, shown_path
-from ..spec import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
+from ..yamlio import parse_yaml  # YAML without base-60 numbers: 0000:16:00.0 stays a string
 from .gpus import Gpu
 from .nvlink import MAX_NVLINK_BW, MAX_NVSWITCH_GENERATION
 from .pcie import GENERIC_PCIE_WIDTHS, LINK_SPEEDS, PCIE_GENERATIONS, pcie_link_for, pcie_mbps
@@ -256,8 +256,10 @@ def _normal_busid(text: str) -> str | None:
     return fixed if BUSID_RE.fullmatch(fixed) else None
 
 
-_PROFILE_KEYS = ("name", "description", "gpu_model", "nvlink_domain", "gpu", "nic", "switch", "cpus",
+_PROFILE_KEYS = ("name", "description", "gpu_model", "nvlink_domain", "power_w", "gpu", "nic", "switch", "cpus",
                  "socket_ifname")
+#: Most watts a profile's ``power_w`` may give (a rack of an NVL72 system is about 140 kW).
+MAX_SYSTEM_WATTS = 1_000_000
 #: Most GPUs one NVLink domain of a profile may join (``nvlink_domain``): far above NVIDIA's largest
 #: announced NVLink domain (576 GPUs), low enough that a domain is never a typo of a GPU count.
 MAX_NVLINK_DOMAIN = 4096
@@ -295,12 +297,13 @@ def profile_from_dict(name: str, data: Any, source: str, gpu_models: Mapping[str
     cpus = _read_cpus(r, rows.cpus, switches)
     gpu_model = _read_gpu_model(r, top.get("gpu_model"), gpu_models)
     nvlink_domain = _read_nvlink_domain(r, top.get("nvlink_domain"), len(rows.gpus))
+    power_w = None if top.get("power_w") is None else r.integer(top.get("power_w"), "power_w", 1, MAX_SYSTEM_WATTS)
     if r.problems:
         raise SpecError(r.reported())
     model = gpu_models.get(gpu_model) if gpu_models is not None and gpu_model is not None else None
     return ServerProfile(name=name, description=description, cpus=tuple(cpus),
                          socket_ifname=socket_ifname, source=source, gpu_model=gpu_model,
-                         nvlink_domain=nvlink_domain,
+                         nvlink_domain=nvlink_domain, power_w=power_w,
                          gpu_figures=None if model is None else (model.sm, float(model.nvlink_GBps), model.nvswitch))
 
 

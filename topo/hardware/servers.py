@@ -250,6 +250,10 @@ class ServerProfile:
     gpu_figures : (int, float, int) or None
         The (sm, NVLink GB/s each way, NVSwitch generation) of the GPU model, when the profile names
         one of the catalogue: what :meth:`node_model` takes for a value the GPU entries leave out.
+    power_w : int or None
+        The profile's ``power_w``: the system's maximum power, a server's (DGX B200: 14,300 W), or
+        for a tray of an NVLink domain that spans trays the whole rack's (its compute and NVLink
+        switch trays and power shelves); None when the profile does not say.
 
     Examples
     --------
@@ -273,6 +277,7 @@ class ServerProfile:
     gpu_model: str | None = None
     nvlink_domain: int | None = None
     gpu_figures: tuple[int, float, int] | None = None
+    power_w: int | None = None
 
     @property
     def switches(self) -> tuple[PciSwitch, ...]:
@@ -395,6 +400,7 @@ class ServerProfile:
             "nic_gbps": self.nic_gbps,
             "gpu_model": self.gpu_model,
             "nvlink_domain": self.nvlink.gpus,
+            **({"power_w": self.power_w} if self.power_w is not None else {}),
             "cpus": [{"numaid": c.numaid, "arch": c.arch, "vendor": c.vendor, "familyid": c.familyid,
                       "modelid": c.modelid, "switches": len(c.switches)} for c in self.cpus],
             "pairing": [{"gpu": g.dev, "gpu_busid": g.busid,

@@ -31,6 +31,7 @@ def caveats(fabric: Fabric, analysis: "Analysis | None" = None, cabling: "Cablin
     found = analysis_caveats(fabric, analysis)
     if server is not None:
         found += _server(server)
+        found += _racks(fabric, server)
         if analysis is None:  # with an analysis, its node says it (_traffic)
             found += _nvlink_domain(server.nvlink.gpus, server.gpu_count)
     found += _outputs(fabric, configs)
@@ -139,6 +140,21 @@ def _server(server: "ServerProfile") -> Iterable[Caveat]:
                      f"NCCL may hold {elements} elements for the server's topology file, of the "
                      f"{TOPO_XML_MAX_NODES - 1} its parser takes: a larger server needs each GPU's sm "
                      f"and NVLink count in its profile (docs/nccl.md)")
+
+
+def _racks(fabric: Fabric, server: "ServerProfile") -> Iterable[Caveat]:
+    """``partial-rack``: the GPUs in use do not fill the last rack (NVLink domain) of trays."""
+    from ..hardware.racks import rack_plan
+
+    spec = fabric.spec
+    r = rack_plan(server, spec.gpus, spec.spare_trays)
+    if r is not None and r.last_rack_trays < r.usable_trays:
+        whole = [n * r.gpus_per_rack for n in (r.racks - 1, r.racks) if n]
+        yield Caveat("partial-rack",
+                     f"the last rack has {r.last_rack_trays} of its {r.usable_trays} trays in the job "
+                     f"({spec.gpus:,} GPUs in {r.racks:,} racks of {r.gpus_per_rack} with spare_trays="
+                     f"{r.spare_trays}): its NVLink domain is smaller than the others' and its other trays idle; "
+                     f"{' or '.join(f'{n:,}' for n in whole)} GPUs fill whole racks")
 
 
 def _nvlink_domain(domain: int, per: int) -> Iterable[Caveat]:

@@ -29,7 +29,7 @@ from ..fabric import Fabric
 from .design import spec_and_inputs
 from .diagram import fabric_svg
 from .plots import busbw_svg, prefix_ids, utilisation_svg
-from .summary import breakout_line, dual_tor_line, switches_line
+from .summary import breakout_line, dual_tor_line, power_line, racks_line, switches_line
 from .templating import format_size, render_template, template_environment
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,6 +248,7 @@ def _tier_section(r: Review) -> dict[str, Any]:
         f"{s['scalable_units']:,} {unit}{'s' if s['scalable_units'] != 1 else ''} of {s['su_nodes']} nodes"
         + (f", {s['pods']} pods" + (" a plane" if s.get("planes", 1) > 1 else "") if s["tiers"] == 3 else ""),
         *([dual_tor_line(s["dual_tor"])] if s.get("dual_tor") else []),
+        *([racks_line(s["rack"])] if s.get("rack") else []),
         (f"parallel links: {s['parallel_links']['leaf-spine']} per leaf-spine pair"
          + (f", {s['parallel_links']['spine-core']} per spine-core pair" if s["tiers"] == 3 else "")) if s["tiers"] > 1
         else "one tier: no spines" + (", one switch per rail (rail-only: traffic between rails crosses NVLink "
@@ -363,6 +364,7 @@ def _bom_section(r: Review) -> dict[str, Any]:
                                                            else " (added to the switches')"),
         f"server-end optics (the NICs' transceivers): {p['server_end']:,.0f} W",
         f"network power: {_w(p['total'])}",
+        *([f"cluster {power_line(r.summary.power)}"] if r.summary.power else []),
     ]
     blocks = [
         _text(f"{c['cables']['total']:,} cables ({c['cables']['pieces']:,} pieces to order) for "

@@ -46,3 +46,38 @@ def breakout_line(breakouts: list[dict[str, Any]] | tuple[dict[str, Any], ...]) 
         return None
     return "port speeds: " + "; ".join(f"{b['links']} links at {b['link_gbps']}G, each {b['port_gbps']}G "
                                        f"{b['tier']} port broken out into {b['lanes']}" for b in breakouts)
+
+
+def power_line(power: dict[str, Any]) -> str:
+    """The summary's line on the whole cluster's power, from a summary's ``power`` facts.
+
+    >>> power_line({"compute_w": 2240000, "network_w": 166880.0, "total_w": 2406880.0,
+    ...             "compute_of": {"profile": "gb300-nvl72", "unit": "rack", "units": 16, "unit_w": 140000}})
+    'power: 2,406,880 W in all: compute 2,240,000 W (16 racks of gb300-nvl72 at 140,000 W), network 166,880 W'
+    """
+    of = power["compute_of"]
+    units = f"{of['units']:,} {of['unit']}" + ("" if of["units"] == 1 else "s")
+    compute = f"compute {power['compute_w']:,.0f} W ({units} of {of['profile']} at {of['unit_w']:,} W)"
+    if power["total_w"] is None:
+        return f"power: {compute}; network unknown (no switch model or switch_watts)"
+    return f"power: {power['total_w']:,.0f} W in all: {compute}, network {power['network_w']:,.0f} W"
+
+
+def racks_line(rack: dict[str, Any]) -> str:
+    """The summary's line on the racks (NVLink domains) of trays, from a summary's ``rack`` facts.
+
+    >>> racks_line({"profile": "gb300-nvl72", "racks": 18, "nvlink_domains": 18, "trays_per_rack": 18,
+    ...             "gpus_per_tray": 4, "spare_trays": 2, "gpus_per_rack": 64, "trays_in_use": 288,
+    ...             "trays_installed": 324, "last_rack_trays": 16})
+    'racks: 18 of gb300-nvl72 (18 NVLink domains of 72 GPUs), 18 trays of 4 GPUs each: 16 in the job (64 GPUs), 2 spare; 324 trays installed'
+    """
+    r = rack
+    domains = f"{r['nvlink_domains']:,} NVLink domain" + ("" if r["nvlink_domains"] == 1 else "s")
+    use = r["trays_per_rack"] - r["spare_trays"]
+    line = (f"racks: {r['racks']:,} of {r['profile']} "
+            f"({domains} of {r['trays_per_rack'] * r['gpus_per_tray']} GPUs), {r['trays_per_rack']} trays of "
+            f"{r['gpus_per_tray']} GPUs each: {use} in the job ({r['gpus_per_rack']} GPUs), {r['spare_trays']} spare; "
+            f"{r['trays_installed']:,} trays installed")
+    if r["last_rack_trays"] < use:
+        line += f"; the last rack has {r['last_rack_trays']} of its {use} trays in the job"
+    return line

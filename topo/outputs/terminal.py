@@ -47,7 +47,7 @@ def _cell(value: Any) -> str:
 
 
 def summary_table(summary: Summary) -> str:
-    from .summary import breakout_line, dual_tor_line, switches_line
+    from .summary import breakout_line, dual_tor_line, racks_line, switches_line
 
     s = summary
     kind = ("rail-only" if s.tiers == 1 else "rail-optimized") if s.placement == "rail" else "rack (ToR)"
@@ -64,6 +64,7 @@ def summary_table(summary: Summary) -> str:
         *([breakout_line(s.breakouts)] if s.breakouts else []),
         *([growth_line(s.growth)] if s.growth else []),
         *([dual_tor_line(s.dual_tor)] if s.dual_tor else []),
+        *([racks_line(s.rack)] if s.rack else []),
         "",
     ]
     rows = [
@@ -74,6 +75,13 @@ def summary_table(summary: Summary) -> str:
                  sum(r.ports_free for r in s.tier_rows), sum(s.links.values()), s.cables, None])
     headers = ["tier", "switches", "ports used", "ports free", "links below", "cables below", "oversub"]
     return "\n".join(head) + "\n" + format_table(headers, rows)
+
+
+def power_lines(summary: Summary) -> list[str]:
+    """The build's line on the whole cluster's power, when its server profile has a power figure."""
+    from .summary import power_line
+
+    return [power_line(summary.power)] if summary.power else []
 
 
 def growth_line(g: dict[str, Any]) -> str:

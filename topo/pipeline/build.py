@@ -103,7 +103,7 @@ def _build_into(folder: Any, out: Path, stack: ExitStack, spec: Any, server: "Se
         if with_configs else None
     analysis, parts = _analyse(fabric, server, progress) if analyse else (None, 0)
     cabling = plan_cabling(fabric)  # after the analysis: its arrays need not live through it
-    summary = summarize(fabric, cabling)
+    summary = summarize(fabric, cabling, server)
     switches = len(fabric.names) - fabric.plan.nodes
     warnings = caveats(fabric, analysis, cabling, server, configs=configs)
     with progress.stage("what-ifs for the design review") if parts else nullcontext():

@@ -151,9 +151,10 @@ def check(design: Path, templates: tuple[Path, ...] = (), jobs: int | None = Non
     except NotABuild:
         listed = {}
     analysis = None
+    server = resolve_server(spec, design)
     if "analysis.json" in listed:
         with progress.stage("analysing"):
-            analysis = analyze(fabric, node=resolve_server(spec, design).node_model())
+            analysis = analyze(fabric, node=server.node_model())
     configs = any(path.startswith("switches/") for path in listed)
     switches = len(fabric.names) - fabric.plan.nodes
 
@@ -161,7 +162,7 @@ def check(design: Path, templates: tuple[Path, ...] = (), jobs: int | None = Non
 
     def render() -> Iterable[tuple[str, str]]:
         return build_files(
-            fabric, summarize(fabric, cabling), analysis, templates, configs, design, cabling,
+            fabric, summarize(fabric, cabling, server), analysis, templates, configs, design, cabling, server,
             progress=progress.counter(f"configs of {switches:,} switches", switches) if configs else None,
             workers=jobs or os.cpu_count() or 1)
 

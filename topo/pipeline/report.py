@@ -87,7 +87,7 @@ def _review(design: Path, spec_file: Path, spec: "FabricSpec", label: str, progr
         server = resolve_server(spec, spec_file.parent)
         analysis = analyze(fabric, node=server.node_model())
         cabling = plan_cabling(fabric)
-        summary = summarize(fabric, cabling)
+        summary = summarize(fabric, cabling, server)
         warnings = caveats(fabric, analysis, cabling, server)
     parts = what_if_parts(fabric)
     with progress.stage(f"{label}: what-ifs"):
