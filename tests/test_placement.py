@@ -400,6 +400,17 @@ def test_a_rack_scale_profile_has_one_block_per_nvlink_domain():
     assert (facts["domain_trays"], facts["domain_gpus"], len(facts["domains"])) == (18, 72, 16)
 
 
+def test_spare_trays_are_out_of_the_nvlink_domain_blocks():
+    """With 2 spare trays a rack, a block is the 16 trays of one rack that the job uses."""
+    fabric = build_fabric(load_spec({**GB300, "gpus": 1024, "spare_trays": 2}))
+    files = placement_files(fabric)
+    conf = parse_topology_conf(files["placement/topology-block.conf"])
+    assert conf.pop("")["BlockSizes"] == "16,32,64,128,256"
+    assert [len(expand_hostlist(f["Nodes"])) for f in conf.values()] == [16] * 16
+    facts = placement_facts(fabric)
+    assert (facts["domain_trays"], facts["domain_gpus"], len(facts["domains"])) == (16, 64, 16)
+
+
 def test_a_partial_nvlink_domain_is_called_out():
     files = placement_files(build_fabric(load_spec({**GB300, "gpus": 144 + 32})))
     conf = parse_topology_conf(files["placement/topology-block.conf"])

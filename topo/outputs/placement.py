@@ -241,8 +241,9 @@ def _width(count: int, least: int) -> int:
 
 
 def domain_trays(fabric: Fabric, server: ServerProfile | None = None) -> int:
-    """Nodes (compute trays) of one NVLink domain when the server profile's domain spans several
-    servers (18 for an NVL72 tray of 4 GPUs), else 0. ``server`` defaults to the spec's profile.
+    """Nodes (compute trays) of one NVLink domain in the job when the server profile's domain spans
+    several servers (18 for an NVL72 tray of 4 GPUs, less the spec's ``spare_trays``, which are not
+    in the fabric), else 0. ``server`` defaults to the spec's profile.
 
     >>> from topo import build_fabric, load_spec
     >>> domain_trays(build_fabric(load_spec({"gpus": 64})))
@@ -250,12 +251,14 @@ def domain_trays(fabric: Fabric, server: ServerProfile | None = None) -> int:
     >>> domain_trays(build_fabric(load_spec({"gpus": 144, "gpus_per_node": 4, "nics_per_node": 4,
     ...                                      "server": "gb200-nvl72"})))
     18
+    >>> domain_trays(build_fabric(load_spec({"gpus": 128, "server": "gb200-nvl72", "spare_trays": 2})))
+    16
     """
     if server is None:
         from ..hardware.catalog import resolve_server
         server = resolve_server(fabric.spec)
     domain = server.nvlink
-    return domain.gpus // fabric.spec.gpus_per_node if domain.multi_node else 0
+    return domain.gpus // fabric.spec.gpus_per_node - fabric.spec.spare_trays if domain.multi_node else 0
 
 
 def nvlink_domains(fabric: Fabric, server: ServerProfile | None = None,
