@@ -210,3 +210,27 @@ def test_the_design_review_has_the_racks_and_the_cluster_power(tmp_path):
             "(64 GPUs), 2 spare; 162 trays installed") in report
     assert ("- cluster power: 1,347,840 W in all: compute 1,260,000 W (9 racks of gb300-nvl72 at 140,000 W), "
             "network 87,840 W") in report
+
+
+def test_the_folders_readme_has_the_racks_and_the_cluster_power(tmp_path):
+    """README.md, the folder's summary for people, says what the console says of racks and power."""
+    from .test_cli import run
+
+    out = tmp_path / "out"
+    result = run("build", "--gpus", "1152", "--server", "gb300-nvl72", "--switch", "eth-51t-64x800", "--spare-trays",
+                 "2", "--no-analysis", "--no-configs", "-q", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    lines = (out / "README.md").read_text().splitlines()
+    assert ("- racks: 18 of gb300-nvl72 (18 NVLink domains of 72 GPUs), 18 trays of 4 GPUs each: 16 in the job "
+            "(64 GPUs), 2 spare; 324 trays installed") in lines
+    assert ("- power: 2,686,880 W in all: compute 2,520,000 W (18 racks of gb300-nvl72 at 140,000 W), network "
+            "166,880 W") in lines
+
+
+def test_a_readme_without_racks_or_a_power_figure_has_neither_line(tmp_path):
+    from .test_cli import run
+
+    out = tmp_path / "out"
+    assert run("build", "--gpus", "64", "--no-analysis", "--no-configs", "-q", "-o", str(out)).exit_code == 0
+    text = (out / "README.md").read_text()
+    assert "- racks:" not in text and "- power:" not in text

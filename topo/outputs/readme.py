@@ -24,6 +24,7 @@ from .imex import IMEX_OUTPUTS
 from .labels import LABEL_OUTPUTS
 from .nccl import NCCL_OUTPUTS
 from .placement import PLACEMENT_OUTPUTS
+from .summary import power_line, racks_line
 from .report import REPORT_OUTPUTS
 from ..summary import Summary
 from .templating import (TemplateError, packaged_template_dir, render_template, template_display_name,
@@ -97,6 +98,8 @@ def readme(fabric: Fabric, summary: Summary, analysis: "Analysis | None" = None,
         "switch_count": len(fabric.names) - fabric.plan.nodes,
         "cabling": cabling.to_dict() if cabling is not None else None,
         "cabling_line": cabling_line(cabling).removeprefix("cabling: ") if cabling is not None else None,
+        "racks_line": racks_line(summary.rack).removeprefix("racks: ") if summary.rack else None,
+        "power_line": power_line(summary.power).removeprefix("power: ") if summary.power else None,
         "server": server.name if server is not None else None,
         "full_dot": len(fabric.links) <= FULL_DOT_MAX_LINKS,
         "warnings": [w.to_dict() for w in warnings or ()],
