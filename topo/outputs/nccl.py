@@ -37,6 +37,7 @@ from ..errors import SpecError
 from ..fabric import Fabric
 from ..spec import DUAL_TOR_QPS
 from ..hardware.catalog import check_server, resolve_server
+from ..hardware.racks import trays_per_rack
 from ..hardware.nvlink import NVSWITCH_CLASS
 from ..hardware.servers import ServerProfile
 from .nccl_xml import TOPO_XML_MAX_NODES, NcclXmlError, XmlElement, check_topology, dump_xml
@@ -212,7 +213,7 @@ def mnnvl_facts(profile: ServerProfile) -> dict[str, Any] | None:
     domain = profile.nvlink
     if not domain.multi_node:
         return None
-    return {"domain_gpus": domain.gpus, "trays": domain.gpus // profile.gpu_count,
+    return {"domain_gpus": domain.gpus, "trays": trays_per_rack(profile),
             "nvls": profile.node_model().nvls}
 
 

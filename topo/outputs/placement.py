@@ -254,11 +254,13 @@ def domain_trays(fabric: Fabric, server: ServerProfile | None = None) -> int:
     >>> domain_trays(build_fabric(load_spec({"gpus": 128, "server": "gb200-nvl72", "spare_trays": 2})))
     16
     """
+    from ..hardware.racks import rack_plan
+
     if server is None:
         from ..hardware.catalog import resolve_server
         server = resolve_server(fabric.spec)
-    domain = server.nvlink
-    return domain.gpus // fabric.spec.gpus_per_node - fabric.spec.spare_trays if domain.multi_node else 0
+    racks = rack_plan(server, fabric.spec.gpus, fabric.spec.spare_trays)
+    return racks.usable_trays if racks is not None else 0
 
 
 def nvlink_domains(fabric: Fabric, server: ServerProfile | None = None,
